@@ -1,0 +1,23 @@
+"""rewriter: ONNX graph optimizations written as text rules.
+
+    import rewriter
+    result = rewriter.optimize("model.onnx", level="basic")
+    onnx.save(result.model, "model.opt.onnx"); print(result.report.nodes_after)
+
+Everything else (parser, graph view, matcher, rewriter) lives in subpackages.
+"""
+from __future__ import annotations
+
+from .dsl import Pack, Rule, check_pack, load_pack, load_pack_text
+from .errors import FixpointError, ModelError, RewriterError, RuleError
+from .expr.functions import register_predicate
+from .graph.model_io import load_model, save_model
+from .pipeline import Report, Result, bundled_packs, optimize, parse_level
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FixpointError", "ModelError", "Pack", "Report", "Result", "RewriterError", "Rule",
+    "RuleError", "bundled_packs", "check_pack", "load_model", "load_pack", "load_pack_text",
+    "optimize", "parse_level", "register_predicate", "save_model",
+]

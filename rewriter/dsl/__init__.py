@@ -1,0 +1,46 @@
+"""The rule language: text -> checked, immutable ``Pack`` objects."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import RuleError
+from .ast import Pack, Rule
+from .check import check_pack
+from .parse import parse_pack, parse_pack_file
+
+_CACHE: dict[tuple[str, int, int], Pack] = {}
+
+
+def _raise_first(errors: list[RuleError], text: str | None) -> None:
+    if errors:
+        first = errors[0]
+        if text is not None and not first.snippet:
+            from .parse import _snippet
+            first.snippet = _snippet(text, first.line, first.column)
+        raise first
+
+
+def load_pack_text(text: str, file: str = "<rules>") -> Pack:
+    """Parse and check a pack given as text; raises the first ``RuleError``."""
+    pack = parse_pack(text, file)
+    _raise_first(check_pack(pack), text)
+    return pack
+
+
+def load_pack(path: str | Path) -> Pack:
+    """Parse and check a pack file, once per process (cached by path, size and mtime)."""
+    path = Path(path)
+    try:
+        stat = path.stat()
+    except OSError as err:
+        raise RuleError(f"cannot read rules file: {err.strerror or err}", str(path)) from None
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _CACHE:
+        pack = parse_pack_file(path)
+        _raise_first(check_pack(pack), path.read_text(encoding="utf-8"))
+        _CACHE[key] = pack
+    return _CACHE[key]
+
+
+__all__ = ["Pack", "Rule", "check_pack", "load_pack", "load_pack_text", "parse_pack",
+           "parse_pack_file"]

@@ -1,0 +1,307 @@
+"""Plain, immutable rule objects: what a parsed .rules file is.
+
+The parser builds these; the checker, the matcher and the rewriter only read them.  Every
+object that can be wrong in a user's file carries its ``Position`` so errors point at it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from ..errors import Position
+
+# ----------------------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True)
+class Num:
+    value: float | int
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Str:
+    value: str
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Const:
+    """``none``, ``true`` or ``false``."""
+
+    value: object
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Name:
+    id: str
+    pos: Position
+
+
+@dataclass(frozen=True)
+class AttrRef:
+    """``c.group``: attribute ``group`` of the node that produced value ``c``."""
+
+    var: str
+    attr: str
+    pos: Position
+
+
+@dataclass(frozen=True)
+class ListExpr:
+    items: tuple["Expr", ...]
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: str  # "-" or "not"
+    operand: "Expr"
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str  # + - * / // % ** ??
+    left: "Expr"
+    right: "Expr"
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Compare:
+    """A comparison chain ``a < b <= c`` (ops: == != < <= > >= in, not in)."""
+
+    ops: tuple[str, ...]
+    operands: tuple["Expr", ...]
+    pos: Position
+
+
+@dataclass(frozen=True)
+class BoolOp:
+    op: str  # "and" / "or"
+    values: tuple["Expr", ...]
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Index:
+    obj: "Expr"
+    index: "Expr"
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Slice:
+    lower: "Expr | None"
+    upper: "Expr | None"
+    pos: Position
+
+
+@dataclass(frozen=True)
+class AttrSet:
+    """``name: expr`` in a replacement's attribute block."""
+
+    name: str
+    value: "Expr"
+    pos: Position
+
+
+@dataclass(frozen=True)
+class AttrSpread:
+    """``...c``: copy every attribute of the matched node that produced ``c``."""
+
+    var: str
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Call:
+    """``f(args)`` (a safe function) or ``Op(args) {attrs}`` (an ONNX op, in replacements).
+
+    Ops and functions share the call syntax; a name that starts with an upper-case letter or
+    carries a domain (``com.microsoft.Gelu``) is an op, a lower-case name is a function.
+    """
+
+    func: str
+    args: tuple["Expr", ...]
+    attrs: tuple[AttrSet | AttrSpread, ...] | None
+    pos: Position
+
+    @property
+    def is_op(self) -> bool:
+        return is_op_name(self.func)
+
+
+Expr = Union[Num, Str, Const, Name, AttrRef, ListExpr, Unary, Binary, Compare, BoolOp, Index,
+             Slice, Call]
+
+
+def is_op_name(name: str) -> bool:
+    """An op name carries a domain or starts upper-case; function names are lower-case."""
+    return "." in name or name[:1].isupper()
+
+
+def split_op_name(name: str) -> tuple[str, str]:
+    """``com.microsoft.Gelu`` -> (``com.microsoft``, ``Gelu``); ``Conv`` -> (``""``, ``Conv``)."""
+    domain, _, op = name.rpartition(".")
+    return ("" if domain == "ai.onnx" else domain), op
+
+
+# --------------------------------------------------------------------------------- pattern
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A constant the pattern requires: exact (``0.5``) or within tolerance (``~1.414``)."""
+
+    value: float | int | bool
+    approx: bool
+    pos: Position
+
+
+@dataclass(frozen=True)
+class VarArg:
+    """An input bound to a name; ``optional`` (``B?``) lets the slot be absent."""
+
+    name: str
+    optional: bool
+    pos: Position
+
+
+@dataclass(frozen=True)
+class AnyArg:
+    """``_``: any value, not bound."""
+
+    pos: Position
+
+
+@dataclass(frozen=True)
+class RestArg:
+    """``*xs``: every remaining input, bound as a list (variadic ops)."""
+
+    name: str
+    pos: Position
+
+
+@dataclass(frozen=True)
+class LiteralArg:
+    """A literal input, optionally bound to a name (``0 as zero``) for constraints."""
+
+    literal: Literal
+    bind: str | None
+    pos: Position
+
+
+PatternArg = Union[VarArg, AnyArg, RestArg, LiteralArg]
+
+
+@dataclass(frozen=True)
+class AttrPattern:
+    """``{name}`` captures attribute ``name``; ``{name: expr}`` unifies it with ``expr``.
+
+    Unification: if ``expr`` is a name not yet bound it captures the attribute under that
+    name; a bound name or any other expression must equal the attribute's value.  Absent
+    attributes take the op schema's default.
+    """
+
+    name: str
+    value: Expr
+    pos: Position
+
+
+@dataclass(frozen=True)
+class OpPattern:
+    """One alternative of a pattern node: ``Domain.Op(args) {attrs}``."""
+
+    domain: str
+    op: str
+    args: tuple[PatternArg, ...]
+    attrs: tuple[AttrPattern, ...]
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Out:
+    """An output position on an equation's left: a name, ``name?`` or ``_``."""
+
+    name: str | None
+    optional: bool
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Equation:
+    """``outs = Alt1(...) | Alt2(...)``: one pattern node and its alternatives."""
+
+    outs: tuple[Out, ...]
+    alternatives: tuple[OpPattern, ...]
+    pos: Position
+
+    @property
+    def out_names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.outs if o.name is not None)
+
+
+@dataclass(frozen=True)
+class Where:
+    expr: Expr
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Let:
+    name: str
+    expr: Expr
+    pos: Position
+
+
+# ------------------------------------------------------------------------------- the rule
+
+
+@dataclass(frozen=True)
+class ReplacementEquation:
+    """``outs = expr`` after ``=>``: a node (op call), an alias (a name) or a computed tensor."""
+
+    outs: tuple[Out, ...]
+    value: Expr
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    root: str
+    equations: tuple[Equation, ...]
+    wheres: tuple[Where, ...]
+    lets: tuple[Let, ...]
+    replacement: tuple[ReplacementEquation, ...]
+    tolerance: float | None
+    pos: Position
+    file: str
+
+    @property
+    def benefit(self) -> int:
+        """How many ops the pattern matches: bigger patterns are tried first (as in PDLL)."""
+        return len(self.equations)
+
+    def producer_of(self, name: str) -> Equation | None:
+        for eq in self.equations:
+            if name in eq.out_names:
+                return eq
+        return None
+
+
+@dataclass(frozen=True)
+class Pack:
+    """A rules file: a level, the providers its rules run on, custom domains, rules."""
+
+    name: str
+    level: int
+    providers: tuple[str, ...]
+    domains: tuple[str, ...]
+    builtins: tuple[str, ...]
+    rules: tuple[Rule, ...]
+    file: str
+    pos: Position = field(default=Position(1, 1))

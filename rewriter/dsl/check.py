@@ -1,0 +1,255 @@
+"""Static checks of parsed rules: the errors a rule author should see before any model runs.
+
+Undefined names, a root outside the pattern, unknown ops (against ONNX's and onnxruntime's
+schemas, or a domain the pack declares custom), wrong arity, unknown attributes, unknown
+functions, a disconnected pattern.  Every problem is a ``RuleError`` with its position.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from ..errors import Position, RuleError
+from ..expr.dtypes import DTYPES
+from ..expr.functions import CONSTANTS, FUNCTIONS
+from . import ast as A
+from .schemas import OpInfo, find_schema, known_domains, normalize_domain
+
+KNOWN_BUILTINS = ("constant_folding",)
+
+
+@dataclass
+class _Scope:
+    tensors: set[str] = field(default_factory=set)      # values of the graph
+    produced: set[str] = field(default_factory=set)     # outputs of pattern nodes
+    scalars: set[str] = field(default_factory=set)      # attribute captures and lets
+
+
+class _Checker:
+    def __init__(self, pack: A.Pack) -> None:
+        self.pack = pack
+        self.errors: list[RuleError] = []
+        self.custom_domains = set(pack.domains)
+
+    def error(self, message: str, pos: Position) -> None:
+        self.errors.append(RuleError(message, self.pack.file, pos.line, pos.column))
+
+    # ------------------------------------------------------------------ ops
+    def op_info(self, domain: str, op: str, pos: Position) -> OpInfo | None:
+        domain = normalize_domain(domain)
+        info = find_schema(domain, op)
+        if info is not None:
+            return info
+        if domain in self.custom_domains:
+            return None
+        if domain and domain not in known_domains():
+            self.error(f"unknown domain '{domain}' (declare it with `domain {domain}` to use "
+                       f"custom ops)", pos)
+            return None
+        hint = ""
+        from onnx import defs
+        names = sorted({s.name for s in defs.get_all_schemas_with_history()
+                        if normalize_domain(s.domain) == domain})
+        close = difflib.get_close_matches(op, names, n=1)
+        if close:
+            hint = f"; did you mean {close[0]}?"
+        qualified = f"{domain}.{op}" if domain else op
+        self.error(f"unknown op '{qualified}'{hint}", pos)
+        return None
+
+    def check_arity(self, info: OpInfo | None, n_inputs: int, n_outputs: int, variadic: bool,
+                    op: str, pos: Position, required_inputs: int | None = None) -> None:
+        if info is None:
+            return
+        if n_inputs > info.max_inputs and not variadic:
+            self.error(f"{op} takes at most {info.max_inputs} inputs, got {n_inputs}", pos)
+        if required_inputs is not None and required_inputs < info.min_inputs and not variadic:
+            self.error(f"{op} needs at least {info.min_inputs} inputs, got {required_inputs}", pos)
+        if n_outputs > info.max_outputs:
+            self.error(f"{op} has at most {info.max_outputs} outputs, got {n_outputs}", pos)
+
+    def check_attr_name(self, info: OpInfo | None, name: str, op: str, pos: Position) -> None:
+        if info is not None and name not in info.attributes:
+            close = difflib.get_close_matches(name, list(info.attributes), n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            self.error(f"{op} has no attribute '{name}'{hint}", pos)
+
+    # ---------------------------------------------------------- expressions
+    def check_expr(self, expr: A.Expr, scope: _Scope, allow_ops: bool = False) -> None:
+        if isinstance(expr, A.Name):
+            if (expr.id not in scope.tensors and expr.id not in scope.scalars
+                    and expr.id not in DTYPES and expr.id not in CONSTANTS):
+                self.error(f"undefined name '{expr.id}'", expr.pos)
+        elif isinstance(expr, A.AttrRef):
+            if expr.var not in scope.produced:
+                self.error(f"'{expr.var}.{expr.attr}': '{expr.var}' is not the output of a "
+                           f"pattern node", expr.pos)
+        elif isinstance(expr, A.Call):
+            if expr.is_op:
+                if not allow_ops:
+                    self.error(f"op {expr.func}() can only appear in a replacement", expr.pos)
+                return  # checked by check_replacement_call
+            fn = FUNCTIONS.get(expr.func)
+            if fn is None:
+                close = difflib.get_close_matches(expr.func, list(FUNCTIONS), n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                self.error(f"unknown function '{expr.func}'{hint}", expr.pos)
+            else:
+                n = len(expr.args)
+                if n < fn.min_args or (fn.max_args is not None and n > fn.max_args):
+                    want = (f"{fn.min_args}" if fn.min_args == fn.max_args else
+                            f"{fn.min_args}+" if fn.max_args is None else
+                            f"{fn.min_args}-{fn.max_args}")
+                    self.error(f"{expr.func}() takes {want} arguments, got {n}", expr.pos)
+            if expr.attrs is not None:
+                self.error(f"function {expr.func}() takes no attribute block", expr.pos)
+            for arg in expr.args:
+                self.check_expr(arg, scope)
+        else:
+            for child in _children(expr):
+                self.check_expr(child, scope, allow_ops)
+
+    # --------------------------------------------------------------- a rule
+    def check_rule(self, rule: A.Rule) -> None:
+        scope = _Scope()
+        pattern_graph = nx.Graph()
+        for eq in rule.equations:
+            node_id = ("node", id(eq))
+            pattern_graph.add_node(node_id)
+            for out in eq.out_names:
+                if out in scope.produced:
+                    self.error(f"'{out}' is defined twice in the pattern", eq.pos)
+                scope.produced.add(out)
+                scope.tensors.add(out)
+                pattern_graph.add_edge(node_id, ("value", out))
+            for alt in eq.alternatives:
+                info = self.op_info(alt.domain, alt.op, alt.pos)
+                variadic = any(isinstance(a, A.RestArg) for a in alt.args)
+                fixed = [a for a in alt.args if not isinstance(a, A.RestArg)]
+                required = sum(1 for a in fixed if not (isinstance(a, A.VarArg) and a.optional))
+                self.check_arity(info, len(fixed), len(eq.outs), variadic, alt.op, alt.pos)
+                if info is not None and required < info.min_inputs and not variadic:
+                    self.error(f"{alt.op} needs at least {info.min_inputs} inputs, got "
+                               f"{required}", alt.pos)
+                for i, arg in enumerate(alt.args):
+                    if isinstance(arg, A.RestArg) and i != len(alt.args) - 1:
+                        self.error("*rest must be the last input", arg.pos)
+                    name = getattr(arg, "name", None) or getattr(arg, "bind", None)
+                    if name:
+                        scope.tensors.add(name)
+                        pattern_graph.add_edge(node_id, ("value", name))
+                    if isinstance(arg, A.LiteralArg) and arg.literal.approx and isinstance(arg.literal.value, bool):
+                        self.error("~ needs a number", arg.pos)
+        # attribute captures come after all tensor names are known (unification)
+        for eq in rule.equations:
+            for alt in eq.alternatives:
+                info = find_schema(alt.domain, alt.op)
+                for attr in alt.attrs:
+                    self.check_attr_name(info, attr.name, alt.op, attr.pos)
+                    if isinstance(attr.value, A.Name) and attr.value.id not in scope.tensors \
+                            and attr.value.id not in DTYPES:
+                        scope.scalars.add(attr.value.id)
+        for eq in rule.equations:
+            for alt in eq.alternatives:
+                for attr in alt.attrs:
+                    if not isinstance(attr.value, A.Name):
+                        self.check_expr(attr.value, scope)
+        if rule.root not in scope.produced:
+            self.error(f"root '{rule.root}' is not the output of a pattern node", rule.pos)
+        if pattern_graph.number_of_nodes() and not nx.is_connected(pattern_graph):
+            self.error("the pattern is not connected: every node must share a value with "
+                       "another", rule.pos)
+        for let in rule.lets:
+            if let.name in scope.tensors or let.name in scope.scalars:
+                self.error(f"'{let.name}' is already bound", let.pos)
+        for let in rule.lets:
+            self.check_expr(let.expr, scope)
+            scope.scalars.add(let.name)
+        for where in rule.wheres:
+            self.check_expr(where.expr, scope)
+        self.check_replacement(rule, scope)
+
+    def check_replacement(self, rule: A.Rule, scope: _Scope) -> None:
+        defined: set[str] = set()
+        replaced = {o.name for eq in rule.replacement for o in eq.outs if o.name}
+        visible = _Scope(set(scope.tensors) - replaced, scope.produced, set(scope.scalars))
+        for eq in rule.replacement:
+            value = eq.value
+            is_op = isinstance(value, A.Call) and value.is_op
+            if len(eq.outs) > 1 and not is_op:
+                self.error("several outputs need an op call on the right", eq.pos)
+            if is_op:
+                self.check_replacement_call(value, visible, len(eq.outs))
+            else:
+                self.check_expr(value, visible)
+            for out in eq.outs:
+                if out.name is None:
+                    continue
+                if out.name in defined:
+                    self.error(f"'{out.name}' is defined twice in the replacement", out.pos)
+                if out.name in scope.tensors and out.name not in scope.produced:
+                    self.error(f"'{out.name}' is an input of the pattern and cannot be "
+                               f"replaced", out.pos)
+                if out.name in scope.scalars:
+                    self.error(f"'{out.name}' is not a tensor of the pattern", out.pos)
+                defined.add(out.name)
+                visible.tensors.add(out.name)
+
+    def check_replacement_call(self, call: A.Call, scope: _Scope, n_outputs: int) -> None:
+        domain, op = A.split_op_name(call.func)
+        info = self.op_info(domain, op, call.pos)
+        self.check_arity(info, len(call.args), n_outputs, False, op, call.pos,
+                         required_inputs=len(call.args))
+        for attr in call.attrs or ():
+            if isinstance(attr, A.AttrSpread):
+                if attr.var not in scope.produced:
+                    self.error(f"...{attr.var}: '{attr.var}' is not the output of a pattern "
+                               f"node", attr.pos)
+            else:
+                self.check_attr_name(info, attr.name, op, attr.pos)
+                self.check_expr(attr.value, scope)
+        for arg in call.args:
+            if isinstance(arg, A.Call) and arg.is_op:
+                self.check_replacement_call(arg, scope, 1)
+            else:
+                self.check_expr(arg, scope)
+
+    def check_pack(self) -> list[RuleError]:
+        seen: dict[str, A.Rule] = {}
+        for builtin in self.pack.builtins:
+            if builtin not in KNOWN_BUILTINS:
+                self.error(f"unknown builtin '{builtin}' (known: {', '.join(KNOWN_BUILTINS)})",
+                           self.pack.pos)
+        if not 0 <= self.pack.level <= 4:
+            self.error(f"level {self.pack.level} is not one of 0 (required), 1 (basic), "
+                       f"2 (extended), 3 (layout), 4", self.pack.pos)
+        for rule in self.pack.rules:
+            if rule.name in seen:
+                self.error(f"rule '{rule.name}' is defined twice", rule.pos)
+            seen[rule.name] = rule
+            self.check_rule(rule)
+        return self.errors
+
+
+def _children(expr: A.Expr):
+    if isinstance(expr, A.ListExpr):
+        return expr.items
+    if isinstance(expr, A.Unary):
+        return (expr.operand,)
+    if isinstance(expr, A.Binary):
+        return (expr.left, expr.right)
+    if isinstance(expr, (A.Compare, A.BoolOp)):
+        return getattr(expr, "operands", None) or expr.values
+    if isinstance(expr, A.Index):
+        return (expr.obj, expr.index)
+    if isinstance(expr, A.Slice):
+        return tuple(e for e in (expr.lower, expr.upper) if e is not None)
+    return ()
+
+
+def check_pack(pack: A.Pack) -> list[RuleError]:
+    """Every static problem of a pack, in source order (empty when it is fine)."""
+    errors = _Checker(pack).check_pack()
+    return sorted(errors, key=lambda e: (e.line, e.column))

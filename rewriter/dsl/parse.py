@@ -1,0 +1,410 @@
+"""Text -> rule objects.  Lark parses (LALR, with positions); a Transformer builds the AST.
+
+Nested op calls in a pattern (``Mul(x, Add(e, 1.0))``) are flattened here into equations
+over fresh names (``$1``), so the rest of the engine only ever sees flat equations.
+"""
+from __future__ import annotations
+
+import itertools
+from functools import lru_cache
+from pathlib import Path
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from ..errors import Position, RuleError
+from ..resources import grammar_text
+from . import ast as A
+
+_TOKEN_NAMES = {
+    "NAME": "a name", "DOTTED": "a dotted name", "INT": "an integer", "FLOAT": "a number",
+    "STRING": "a string", "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'", "RBRACE": "'}'",
+    "LSQB": "'['", "RSQB": "']'", "COMMA": "','", "EQUAL": "'='", "COLON": "':'",
+    "QMARK": "'?'", "VBAR": "'|'", "STAR": "'*'", "TILDE": "'~'", "MINUS": "'-'",
+    "PLUS": "'+'", "SLASH": "'/'", "MORETHAN": "'>'", "LESSTHAN": "'<'", "$END": "end of file",
+}
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Lark:
+    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def _pos(meta_or_token) -> Position:
+    return Position(getattr(meta_or_token, "line", 0) or 0, getattr(meta_or_token, "column", 0) or 0)
+
+
+class _ToAst(Transformer):
+    """Builds AST objects bottom-up.  Tokens keep their line/column for positions."""
+
+    def __init__(self, file: str) -> None:
+        super().__init__()
+        self.file = file
+        self._fresh = itertools.count(1)
+        self._pending: list[A.Equation] = []  # equations produced by nested calls
+
+    # ---- numbers and literals
+    def int_(self, children):
+        (tok,) = children
+        return A.Num(int(tok), _pos(tok))
+
+    def float_(self, children):
+        (tok,) = children
+        return A.Num(float(tok), _pos(tok))
+
+    @v_args(meta=True)
+    def inf(self, meta, children):
+        return A.Num(float("inf"), _pos(meta))
+
+    @v_args(meta=True)
+    def negative_number(self, meta, children):
+        return A.Num(-children[0].value, _pos(meta))
+
+    @v_args(meta=True)
+    def lit_exact(self, meta, children):
+        return A.Literal(children[0].value, False, _pos(meta))
+
+    @v_args(meta=True)
+    def lit_approx(self, meta, children):
+        return A.Literal(children[0].value, True, _pos(meta))
+
+    @v_args(meta=True)
+    def lit_true(self, meta, children):
+        return A.Literal(True, False, _pos(meta))
+
+    @v_args(meta=True)
+    def lit_false(self, meta, children):
+        return A.Literal(False, False, _pos(meta))
+
+    # ---- expressions
+    def string(self, children):
+        (tok,) = children
+        return A.Str(str(tok)[1:-1], _pos(tok))
+
+    def name(self, children):
+        (tok,) = children
+        return A.Name(str(tok), _pos(tok))
+
+    def dotted(self, children):
+        (tok,) = children
+        var, _, attr = str(tok).partition(".")
+        if "." in attr:
+            raise RuleError(f"'{tok}' is not an attribute reference (use var.attribute)",
+                            self.file, tok.line, tok.column)
+        return A.AttrRef(var, attr, _pos(tok))
+
+    @v_args(meta=True)
+    def none(self, meta, children):
+        return A.Const(None, _pos(meta))
+
+    @v_args(meta=True)
+    def true(self, meta, children):
+        return A.Const(True, _pos(meta))
+
+    @v_args(meta=True)
+    def false(self, meta, children):
+        return A.Const(False, _pos(meta))
+
+    @v_args(meta=True)
+    def list_(self, meta, children):
+        return A.ListExpr(tuple(c for c in children if c is not None), _pos(meta))
+
+    @v_args(meta=True)
+    def neg(self, meta, children):
+        (operand,) = children
+        if isinstance(operand, A.Num):
+            return A.Num(-operand.value, _pos(meta))
+        return A.Unary("-", operand, _pos(meta))
+
+    @v_args(meta=True)
+    def not_(self, meta, children):
+        return A.Unary("not", children[0], _pos(meta))
+
+    @v_args(meta=True)
+    def or_expr(self, meta, children):
+        return A.BoolOp("or", tuple(children), _pos(meta))
+
+    @v_args(meta=True)
+    def and_expr(self, meta, children):
+        return A.BoolOp("and", tuple(children), _pos(meta))
+
+    def comp_op(self, children):
+        return " ".join(str(c) for c in children)
+
+    def add_op(self, children):
+        return str(children[0])
+
+    def mul_op(self, children):
+        return str(children[0])
+
+    @v_args(meta=True)
+    def comparison(self, meta, children):
+        return A.Compare(tuple(children[1::2]), tuple(children[0::2]), _pos(meta))
+
+    def _fold_left(self, meta, children):
+        result = children[0]
+        for op, right in zip(children[1::2], children[2::2]):
+            result = A.Binary(op, result, right, _pos(meta))
+        return result
+
+    @v_args(meta=True)
+    def sum(self, meta, children):
+        return self._fold_left(meta, children)
+
+    @v_args(meta=True)
+    def product(self, meta, children):
+        return self._fold_left(meta, children)
+
+    @v_args(meta=True)
+    def coalesce(self, meta, children):
+        result = children[0]
+        for right in children[1:]:
+            result = A.Binary("??", result, right, _pos(meta))
+        return result
+
+    @v_args(meta=True)
+    def power(self, meta, children):
+        return A.Binary("**", children[0], children[1], _pos(meta))
+
+    @v_args(meta=True)
+    def index(self, meta, children):
+        return A.Index(children[0], children[1], _pos(meta))
+
+    @v_args(meta=True)
+    def slice(self, meta, children):
+        return A.Slice(children[0], children[1], _pos(meta))
+
+    @v_args(meta=True)
+    def call(self, meta, children):
+        func, *rest = children
+        attrs = None
+        if rest and isinstance(rest[-1], tuple) and rest[-1][:1] == ("attrs",):
+            attrs = rest.pop()[1]
+        args = tuple(a for a in rest if a is not None)
+        return A.Call(str(func), args, attrs, _pos(meta))
+
+    def rattrs(self, children):
+        return ("attrs", tuple(c for c in children if c is not None))
+
+    @v_args(meta=True)
+    def rattr_spread(self, meta, children):
+        return A.AttrSpread(str(children[0]), _pos(meta))
+
+    @v_args(meta=True)
+    def rattr_set(self, meta, children):
+        return A.AttrSet(str(children[0]), children[1], _pos(meta))
+
+    # ---- pattern
+    @v_args(meta=True)
+    def arg_var(self, meta, children):
+        return A.VarArg(str(children[0]), False, _pos(meta))
+
+    @v_args(meta=True)
+    def arg_optional(self, meta, children):
+        return A.VarArg(str(children[0]), True, _pos(meta))
+
+    @v_args(meta=True)
+    def arg_any(self, meta, children):
+        return A.AnyArg(_pos(meta))
+
+    @v_args(meta=True)
+    def arg_rest(self, meta, children):
+        return A.RestArg(str(children[0]), _pos(meta))
+
+    @v_args(meta=True)
+    def arg_literal(self, meta, children):
+        return A.LiteralArg(children[0], None, _pos(meta))
+
+    @v_args(meta=True)
+    def arg_literal_as(self, meta, children):
+        return A.LiteralArg(children[0], str(children[1]), _pos(meta))
+
+    @v_args(meta=True)
+    def arg_nested(self, meta, children):
+        (op_pattern,) = children
+        temp = f"${next(self._fresh)}"
+        self._pending.append(A.Equation((A.Out(temp, False, op_pattern.pos),), (op_pattern,),
+                                        op_pattern.pos))
+        return A.VarArg(temp, False, _pos(meta))
+
+    @v_args(meta=True)
+    def pattr_capture(self, meta, children):
+        name = str(children[0])
+        return A.AttrPattern(name, A.Name(name, _pos(meta)), _pos(meta))
+
+    @v_args(meta=True)
+    def pattr_unify(self, meta, children):
+        return A.AttrPattern(str(children[0]), children[1], _pos(meta))
+
+    def pattrs(self, children):
+        return tuple(c for c in children if c is not None)
+
+    @v_args(meta=True)
+    def pcall(self, meta, children):
+        opname, *rest = children
+        attrs: tuple = ()
+        if rest and isinstance(rest[-1], tuple):
+            attrs = rest.pop()
+        domain, op = A.split_op_name(str(opname))
+        return A.OpPattern(domain, op, tuple(a for a in rest if a is not None), attrs, _pos(meta))
+
+    def alternatives(self, children):
+        return tuple(children)
+
+    @v_args(meta=True)
+    def out_name(self, meta, children):
+        return A.Out(str(children[0]), False, _pos(meta))
+
+    @v_args(meta=True)
+    def out_optional(self, meta, children):
+        return A.Out(str(children[0]), True, _pos(meta))
+
+    @v_args(meta=True)
+    def out_ignored(self, meta, children):
+        return A.Out(None, False, _pos(meta))
+
+    def outs(self, children):
+        return tuple(children)
+
+    @v_args(meta=True)
+    def equation(self, meta, children):
+        outs, alternatives = children
+        nested, self._pending = self._pending, []
+        return [*nested, A.Equation(outs, alternatives, _pos(meta))]
+
+    @v_args(meta=True)
+    def where(self, meta, children):
+        return [A.Where(children[0], _pos(meta))]
+
+    @v_args(meta=True)
+    def let(self, meta, children):
+        return [A.Let(str(children[0]), children[1], _pos(meta))]
+
+    def body(self, children):
+        return [item for group in children for item in group]
+
+    @v_args(meta=True)
+    def requation(self, meta, children):
+        return A.ReplacementEquation(children[0], children[1], _pos(meta))
+
+    def replacement(self, children):
+        return tuple(children)
+
+    def root(self, children):
+        return ("root", str(children[0]), _pos(children[0]))
+
+    def tolerance(self, children):
+        return ("tolerance", float(children[0].value))
+
+    @v_args(meta=True)
+    def rule(self, meta, children):
+        name_tok, *options, body, replacement = children
+        root = None
+        tolerance = None
+        for option in options:
+            if option is None:
+                continue
+            if option[0] == "root":
+                root = option[1]
+            elif option[0] == "tolerance":
+                tolerance = option[1]
+        equations = tuple(i for i in body if isinstance(i, A.Equation))
+        if root is None:
+            if not equations or not equations[-1].out_names:
+                raise RuleError(f"rule {name_tok} needs a root (root NAME)", self.file,
+                                name_tok.line, name_tok.column)
+            root = equations[-1].out_names[0]
+        return A.Rule(
+            name=str(name_tok), root=root, equations=equations,
+            wheres=tuple(i for i in body if isinstance(i, A.Where)),
+            lets=tuple(i for i in body if isinstance(i, A.Let)),
+            replacement=replacement, tolerance=tolerance, pos=_pos(name_tok), file=self.file)
+
+    # ---- pack
+    def providers(self, children):
+        return ("providers", tuple(str(c) for c in children))
+
+    def header(self, children):
+        name, level, providers = children
+        return ("header", str(name), int(level), providers[1] if providers else (), _pos(name))
+
+    def domain_decl(self, children):
+        return ("domain", str(children[0]))
+
+    def builtin_decl(self, children):
+        return ("builtin", str(children[0]), _pos(children[0]))
+
+    def start(self, children):
+        header, *items = children
+        _, name, level, providers, pos = header
+        return A.Pack(
+            name=name, level=level, providers=providers,
+            domains=tuple(i[1] for i in items if isinstance(i, tuple) and i[0] == "domain"),
+            builtins=tuple(i[1] for i in items if isinstance(i, tuple) and i[0] == "builtin"),
+            rules=tuple(i for i in items if isinstance(i, A.Rule)),
+            file=self.file, pos=pos)
+
+
+def _snippet(text: str, line: int, column: int) -> str:
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return ""
+    source = lines[line - 1]
+    return f"    {source}\n    {' ' * (max(column, 1) - 1)}^"
+
+
+def _describe_expected(expected: set[str]) -> str:
+    names = sorted({_TOKEN_NAMES.get(t, f"'{t.lower()}'" if t.isupper() else repr(t))
+                    for t in expected if not t.startswith("__")})
+    if not names:
+        return ""
+    if len(names) > 8:
+        names = names[:8] + ["..."]
+    return "; expected " + ", ".join(names)
+
+
+def _syntax_error(err: UnexpectedInput, text: str, file: str) -> RuleError:
+    line, column = err.line, err.column
+    if isinstance(err, UnexpectedCharacters):
+        message = f"unexpected character {text[err.pos_in_stream]!r}"
+    elif isinstance(err, UnexpectedEOF):
+        message = "unexpected end of file" + _describe_expected(set(err.expected))
+        lines = text.splitlines() or [""]
+        line, column = len(lines), len(lines[-1]) + 1
+    elif isinstance(err, UnexpectedToken):
+        token = err.token
+        shown = "end of file" if token.type == "$END" else repr(str(token))
+        message = f"unexpected {shown}" + _describe_expected(set(err.expected))
+        if token.type == "$END":
+            lines = text.splitlines() or [""]
+            line, column = len(lines), len(lines[-1]) + 1
+    else:  # pragma: no cover - Lark has no other kinds today
+        message = str(err).splitlines()[0]
+    return RuleError(message, file, line, column, _snippet(text, line, column))
+
+
+def parse_pack(text: str, file: str = "<rules>") -> A.Pack:
+    """Parse a pack's text into a ``Pack``; raises ``RuleError`` with file:line:col."""
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as err:
+        raise _syntax_error(err, text, file) from None
+    try:
+        pack = _ToAst(file).transform(tree)
+    except VisitError as err:
+        inner = err.orig_exc
+        if isinstance(inner, RuleError):
+            inner.snippet = inner.snippet or _snippet(text, inner.line, inner.column)
+            raise inner from None
+        raise
+    return pack
+
+
+def parse_pack_file(path: str | Path) -> A.Pack:
+    """Read and parse a pack file; unreadable files are ``RuleError`` too."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise RuleError(f"cannot read rules file: {err.__class__.__name__}: {err}", str(path), 0, 0) from None
+    return parse_pack(text, str(path))

@@ -1,0 +1,141 @@
+"""Op schemas: ONNX's own, plus the contrib ops onnxruntime registers (com.microsoft...).
+
+Used to check rules statically (does the op exist, arity, attribute names) and to give
+attributes their default values when a node leaves them out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import onnx
+from onnx import AttributeProto, helper
+
+ONNX_DOMAINS = ("", "ai.onnx")
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """What the engine needs of one op schema version."""
+
+    domain: str
+    name: str
+    since_version: int
+    min_inputs: int
+    max_inputs: int
+    min_outputs: int
+    max_outputs: int
+    attributes: dict  # name -> (AttributeProto.AttributeType, default AttributeProto | None)
+    commutative: bool
+
+
+# Ops whose two (or more) inputs may be given in any order.
+COMMUTATIVE = frozenset({
+    ("", "Add"), ("", "Mul"), ("", "And"), ("", "Or"), ("", "Xor"), ("", "Equal"),
+    ("", "Max"), ("", "Min"), ("", "Sum"), ("", "Mean"), ("", "BitwiseAnd"),
+    ("", "BitwiseOr"), ("", "BitwiseXor"),
+})
+
+
+def normalize_domain(domain: str) -> str:
+    return "" if domain in ONNX_DOMAINS else domain
+
+
+def _from_onnx(schema: onnx.defs.OpSchema) -> OpInfo:
+    attributes = {}
+    for name, attr in schema.attributes.items():
+        default = attr.default_value if attr.default_value.type != AttributeProto.UNDEFINED else None
+        attributes[name] = (int(attr.type), default)
+    domain = normalize_domain(schema.domain)
+    return OpInfo(domain, schema.name, schema.since_version, schema.min_input, schema.max_input,
+                  schema.min_output, schema.max_output, attributes,
+                  (domain, schema.name) in COMMUTATIVE)
+
+
+def _from_ort(schema) -> OpInfo:
+    attributes = {}
+    for name, attr in schema.attributes.items():
+        raw = getattr(attr, "_default_value", b"")
+        default = AttributeProto.FromString(raw) if raw else None
+        if default is not None and default.type == AttributeProto.UNDEFINED:
+            default = None
+        attributes[name] = (int(attr.type.value) if hasattr(attr.type, "value") else int(attr.type), default)
+    return OpInfo(schema.domain, schema.name, schema.since_version, schema.min_input,
+                  schema.max_input, schema.min_output, schema.max_output, attributes, False)
+
+
+@lru_cache(maxsize=1)
+def _ort_schemas() -> dict[tuple[str, str], list[OpInfo]]:
+    try:
+        from onnxruntime.capi import _pybind_state as ort_state
+        raw = ort_state.get_all_operator_schema()
+    except Exception:  # onnxruntime missing or without the schema API: ONNX ops only
+        return {}
+    table: dict[tuple[str, str], list[OpInfo]] = {}
+    for schema in raw:
+        if normalize_domain(schema.domain) == "":
+            continue  # onnx.defs is the authority for the standard domain
+        table.setdefault((schema.domain, schema.name), []).append(_from_ort(schema))
+    for versions in table.values():
+        versions.sort(key=lambda info: info.since_version)
+    return table
+
+
+@lru_cache(maxsize=4096)
+def find_schema(domain: str, op: str, version: int | None = None) -> OpInfo | None:
+    """The schema of ``domain.op`` in force at opset ``version`` (latest when None)."""
+    domain = normalize_domain(domain)
+    if domain == "" or domain == "ai.onnx.ml" or domain == "ai.onnx.preview.training":
+        try:
+            if version is None:
+                schema = onnx.defs.get_schema(op, domain)
+            else:
+                schema = onnx.defs.get_schema(op, int(version), domain)
+        except onnx.defs.SchemaError:
+            if domain != "":
+                return None
+            return None
+        return _from_onnx(schema)
+    versions = _ort_schemas().get((domain, op))
+    if not versions:
+        return None
+    if version is None:
+        return versions[-1]
+    eligible = [v for v in versions if v.since_version <= version]
+    return eligible[-1] if eligible else versions[0]
+
+
+def known_domains() -> set[str]:
+    return {"", "ai.onnx.ml"} | {d for d, _ in _ort_schemas()}
+
+
+def attribute_default(domain: str, op: str, version: int | None, name: str) -> object:
+    """The default value of an attribute, as a Python value (None when it has none)."""
+    info = find_schema(domain, op, version)
+    if info is None or name not in info.attributes:
+        return None
+    default = info.attributes[name][1]
+    return None if default is None else attribute_value(default)
+
+
+def attribute_value(attr: AttributeProto) -> object:
+    """An attribute as a plain Python value (strings decoded, tensors as numpy)."""
+    value = helper.get_attribute_value(attr)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, onnx.TensorProto):
+        return onnx.numpy_helper.to_array(value)
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [v.decode("utf-8", errors="replace") for v in value]
+    return value
+
+
+def attribute_type(domain: str, op: str, version: int | None, name: str) -> int | None:
+    info = find_schema(domain, op, version)
+    if info is None or name not in info.attributes:
+        return None
+    return info.attributes[name][0]
+
+
+def is_commutative(domain: str, op: str) -> bool:
+    return (normalize_domain(domain), op) in COMMUTATIVE

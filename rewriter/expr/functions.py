@@ -1,0 +1,453 @@
+"""The fixed set of functions a rule may call.  Nothing else is callable: rules never eval.
+
+Two kinds:
+* graph predicates receive the ``GraphFacts`` and raw arguments (``Ref``s stay references),
+  so they can ask for ranks, shapes, consumers... of non-constant values;
+* value functions receive plain numbers, lists and numpy arrays (constants are
+  materialized first) and compute with numpy — that is how computed initializers are made.
+
+More graph predicates can be registered from Python with ``register_predicate`` (like PDLL's
+native constraints) for what text cannot say.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .dtypes import FLOAT_TYPES, to_numpy_dtype
+from .values import EvalFailure, GraphFacts, Ref, materialize
+
+MAX_ELEMENTS = 1 << 28  # a computed tensor larger than this is refused, not allocated
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    impl: Callable
+    min_args: int
+    max_args: int | None
+    graph: bool
+    doc: str
+
+
+FUNCTIONS: dict[str, Function] = {}
+
+
+def _register(name: str, min_args: int, max_args: int | None, graph: bool):
+    def wrap(impl: Callable) -> Callable:
+        FUNCTIONS[name] = Function(name, impl, min_args, max_args, graph,
+                                   (impl.__doc__ or "").strip())
+        return impl
+    return wrap
+
+
+def register_predicate(name: str, impl: Callable[..., object], min_args: int = 1,
+                       max_args: int | None = None, doc: str = "") -> None:
+    """Add a graph predicate callable from rules as ``name(args)``.
+
+    ``impl(graph, *args)`` receives the ``GraphFacts`` and the arguments unevaluated
+    (tensor variables as ``Ref``).  It must not mutate anything.
+    """
+    if not name.isidentifier() or not name[:1].islower():
+        raise ValueError("predicate names are lower-case identifiers")
+    FUNCTIONS[name] = Function(name, impl, min_args, max_args, True, doc)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _ref(arg: object, fn: str) -> Ref | None:
+    if arg is None or isinstance(arg, Ref):
+        return arg
+    raise EvalFailure(f"{fn}() takes a tensor variable")
+
+
+def _shape_of(graph: GraphFacts, arg: object, fn: str) -> list:
+    if isinstance(arg, Ref):
+        shape = graph.shape(arg.name)
+        if shape is None:
+            raise EvalFailure(f"the shape of '{arg.name}' is unknown")
+        return shape
+    if isinstance(arg, np.ndarray):
+        return list(arg.shape)
+    if isinstance(arg, (int, float, bool, np.generic)):
+        return []
+    raise EvalFailure(f"{fn}() takes a tensor")
+
+
+def _check_size(shape) -> None:
+    if int(np.prod([int(d) for d in shape], dtype=np.float64)) > MAX_ELEMENTS:
+        raise EvalFailure("computed tensor too large")
+
+
+def _array(value: object) -> np.ndarray:
+    if value is None:
+        raise EvalFailure("an absent optional value was used")
+    return np.asarray(value)
+
+
+def _ints(value: object, fn: str) -> list[int]:
+    arr = _array(value)
+    if arr.dtype.kind not in "iub":
+        raise EvalFailure(f"{fn}() needs integers")
+    return [int(v) for v in arr.reshape(-1)]
+
+
+# ---------------------------------------------------------------- graph predicates
+
+
+@_register("const", 1, None, graph=True)
+def _const(graph: GraphFacts, *args):
+    """const(x, ...): every argument is a constant (initializer or Constant output); an
+    absent optional input counts as constant."""
+    return all(a is None or not isinstance(a, Ref) or graph.is_constant(a.name) for a in args)
+
+
+@_register("single_use", 1, None, graph=True)
+def _single_use(graph: GraphFacts, *args):
+    """single_use(x, ...): each value has exactly one consumer and is not a graph output."""
+    for a in args:
+        ref = _ref(a, "single_use")
+        if ref is None:
+            continue
+        if graph.is_graph_output(ref.name) or graph.consumer_count(ref.name) != 1:
+            return False
+    return True
+
+
+@_register("consumers", 1, 1, graph=True)
+def _consumers(graph: GraphFacts, x):
+    """consumers(x): how many node inputs read x (graph outputs not counted)."""
+    ref = _ref(x, "consumers")
+    return 0 if ref is None else graph.consumer_count(ref.name)
+
+
+@_register("is_output", 1, 1, graph=True)
+def _is_output(graph: GraphFacts, x):
+    """is_output(x): x is an output of the graph."""
+    ref = _ref(x, "is_output")
+    return ref is not None and graph.is_graph_output(ref.name)
+
+
+@_register("absent", 1, 1, graph=True)
+def _absent(graph: GraphFacts, x):
+    """absent(x): the optional input x is not given."""
+    return x is None
+
+
+@_register("present", 1, 1, graph=True)
+def _present(graph: GraphFacts, x):
+    """present(x): the optional input x is given."""
+    return x is not None
+
+
+@_register("shape", 1, 1, graph=True)
+def _shape(graph: GraphFacts, x):
+    """shape(x): list of dims; a symbolic dim is its name (a string), an unknown one none."""
+    return list(_shape_of(graph, x, "shape"))
+
+
+@_register("rank", 1, 1, graph=True)
+def _rank(graph: GraphFacts, x):
+    """rank(x): number of dimensions."""
+    return len(_shape_of(graph, x, "rank"))
+
+
+@_register("static", 1, None, graph=True)
+def _static(graph: GraphFacts, *args):
+    """static(x, ...): every dim of each argument is a known number."""
+    for a in args:
+        try:
+            shape = _shape_of(graph, a, "static")
+        except EvalFailure:
+            return False
+        if not all(isinstance(d, int) for d in shape):
+            return False
+    return True
+
+
+@_register("numel", 1, 1, graph=True)
+def _numel(graph: GraphFacts, x):
+    """numel(x): number of elements (needs a static shape)."""
+    shape = _shape_of(graph, x, "numel")
+    if not all(isinstance(d, int) for d in shape):
+        raise EvalFailure("numel() needs a static shape")
+    return int(np.prod(shape, dtype=np.int64))
+
+
+@_register("dtype", 1, 1, graph=True)
+def _dtype(graph: GraphFacts, x):
+    """dtype(x): the ONNX element type (compare with float, float16, int64, ...)."""
+    if isinstance(x, Ref):
+        elem = graph.elem_type(x.name)
+        if elem is None:
+            raise EvalFailure(f"the element type of '{x.name}' is unknown")
+        return elem
+    from .dtypes import from_numpy_dtype
+    return from_numpy_dtype(_array(x).dtype)
+
+
+@_register("is_float", 1, None, graph=True)
+def _is_float(graph: GraphFacts, *args):
+    """is_float(x, ...): every argument has a floating-point element type."""
+    return all(_dtype(graph, a) in FLOAT_TYPES for a in args)
+
+
+@_register("same_shape", 2, None, graph=True)
+def _same_shape(graph: GraphFacts, *args):
+    """same_shape(a, b, ...): all shapes known and equal (symbolic dims by name)."""
+    shapes = [_shape_of(graph, a, "same_shape") for a in args]
+    if any(d is None for s in shapes for d in s):
+        return False
+    return all(s == shapes[0] for s in shapes[1:])
+
+
+@_register("opset", 0, 1, graph=True)
+def _opset(graph: GraphFacts, domain=""):
+    """opset(domain=""): the model's opset version for a domain (0 when not imported)."""
+    return graph.opset(str(domain)) or 0
+
+
+@_register("value", 1, 1, graph=True)
+def _value(graph: GraphFacts, x):
+    """value(x): the contents of constant x as an array."""
+    return materialize(graph, x)
+
+
+@_register("per_channel", 3, 3, graph=True)
+def _per_channel(graph: GraphFacts, b, rank, channels):
+    """per_channel(b, rank, channels): constant b, broadcast against a rank-`rank` tensor,
+    varies only along axis 1, where that tensor has `channels` entries."""
+    try:
+        _channel(graph, b, rank, channels)
+    except EvalFailure:
+        return False
+    return True
+
+
+@_register("channel", 3, 3, graph=True)
+def _channel(graph: GraphFacts, b, rank, channels):
+    """channel(b, rank, channels): the per-channel vector of b (length `channels`), see
+    per_channel; refuses the match if b is not per-channel."""
+    arr = _array(materialize(graph, b))
+    rank, channels = int(rank), int(channels)
+    if arr.ndim > rank:
+        raise EvalFailure("broadcast would raise the rank")
+    shape = [1] * (rank - arr.ndim) + list(arr.shape)
+    if any(d != 1 for i, d in enumerate(shape) if i != 1) or (rank < 2) or shape[1] not in (1, channels):
+        raise EvalFailure("not a per-channel tensor")
+    return np.broadcast_to(arr.reshape(-1), (channels,)).copy()
+
+
+# ------------------------------------------------------------------- value functions
+
+
+def _value_fn(name: str, min_args: int, max_args: int | None):
+    return _register(name, min_args, max_args, graph=False)
+
+
+def _unary(name: str, fn: Callable, doc: str) -> None:
+    def impl(x):
+        return fn(_array(x))
+    impl.__doc__ = doc
+    _value_fn(name, 1, 1)(impl)
+
+
+for _name, _fn in (("sqrt", np.sqrt), ("exp", np.exp), ("log", np.log), ("abs", np.abs),
+                   ("tanh", np.tanh), ("reciprocal", np.reciprocal), ("floor", np.floor),
+                   ("ceil", np.ceil)):
+    _unary(_name, _fn, f"{_name}(x): elementwise, with numpy.")
+
+
+@_value_fn("reshape", 2, 2)
+def _reshape(x, shape):
+    """reshape(x, shape): numpy reshape (-1 allowed)."""
+    return _array(x).reshape(_ints(shape, "reshape"))
+
+
+@_value_fn("transpose", 1, 2)
+def _transpose(x, perm=None):
+    """transpose(x, perm=reversed): numpy transpose."""
+    return np.transpose(_array(x), None if perm is None else _ints(perm, "transpose"))
+
+
+@_value_fn("unsqueeze", 2, 2)
+def _unsqueeze(x, axes):
+    """unsqueeze(x, axes): insert size-1 dims (ONNX Unsqueeze semantics, negative axes ok)."""
+    arr = _array(x)
+    axes = _ints(axes, "unsqueeze")
+    out_rank = arr.ndim + len(axes)
+    axes = sorted(a + out_rank if a < 0 else a for a in axes)
+    if len(set(axes)) != len(axes) or any(not 0 <= a < out_rank for a in axes):
+        raise EvalFailure("bad unsqueeze axes")
+    for a in axes:
+        arr = np.expand_dims(arr, a)
+    return arr
+
+
+@_value_fn("squeeze", 1, 2)
+def _squeeze(x, axes=None):
+    """squeeze(x, axes=all size-1): remove size-1 dims."""
+    arr = _array(x)
+    if axes is None:
+        return np.squeeze(arr)
+    return np.squeeze(arr, axis=tuple(_ints(axes, "squeeze")))
+
+
+@_value_fn("concat", 1, 2)
+def _concat(xs, axis=0):
+    """concat([a, b, ...], axis=0)."""
+    return np.concatenate([_array(x) for x in xs], axis=int(axis))
+
+
+@_value_fn("cast", 2, 2)
+def _cast(x, elem_type):
+    """cast(x, dtype): convert to an ONNX element type (float, float16, int64...)."""
+    return _array(x).astype(to_numpy_dtype(int(elem_type)))
+
+
+@_value_fn("array", 1, 2)
+def _make_array(x, elem_type=None):
+    """array(x, dtype=inferred): a tensor from a number or list."""
+    arr = np.asarray(x)
+    return arr if elem_type is None else arr.astype(to_numpy_dtype(int(elem_type)))
+
+
+def _filled(shape, fill, elem_type) -> np.ndarray:
+    shape = _ints(shape, "zeros")
+    _check_size(shape)
+    dtype = np.float32 if elem_type is None else to_numpy_dtype(int(elem_type))
+    return np.full(shape, fill, dtype=dtype)
+
+
+@_value_fn("zeros", 1, 2)
+def _zeros(shape, elem_type=None):
+    """zeros(shape, dtype=float)."""
+    return _filled(shape, 0, elem_type)
+
+
+@_value_fn("ones", 1, 2)
+def _ones(shape, elem_type=None):
+    """ones(shape, dtype=float)."""
+    return _filled(shape, 1, elem_type)
+
+
+@_value_fn("full", 2, 3)
+def _full(shape, fill, elem_type=None):
+    """full(shape, value, dtype=float)."""
+    return _filled(shape, fill, elem_type)
+
+
+@_value_fn("arange", 1, 2)
+def _arange(start, stop=None):
+    """arange(stop) or arange(start, stop), int64."""
+    if stop is None:
+        start, stop = 0, start
+    if int(stop) - int(start) > MAX_ELEMENTS:
+        raise EvalFailure("computed tensor too large")
+    return np.arange(int(start), int(stop), dtype=np.int64)
+
+
+@_value_fn("broadcast_shape", 2, None)
+def _broadcast_shape(*shapes):
+    """broadcast_shape(s1, s2, ...): numpy broadcasting of static shapes."""
+    try:
+        return list(np.broadcast_shapes(*[tuple(_ints(s, "broadcast_shape")) for s in shapes]))
+    except ValueError as err:
+        raise EvalFailure(str(err)) from None
+
+
+@_value_fn("take", 2, 2)
+def _take(x, indices):
+    """take(x, indices): elements of a 1-D list/array at indices."""
+    seq = list(x) if isinstance(x, (list, tuple)) else _array(x).reshape(-1).tolist()
+    try:
+        return [seq[int(i)] for i in _ints(indices, "take")]
+    except IndexError:
+        raise EvalFailure("take() index out of range") from None
+
+
+def _reduce(name: str, fn: Callable) -> None:
+    def impl(x, axis=None):
+        arr = _array(x) if not isinstance(x, list) else np.asarray(x)
+        return fn(arr, axis=None if axis is None else int(axis))
+    impl.__doc__ = f"{name}(x, axis=all): numpy reduction."
+    _value_fn(name, 1, 2)(impl)
+
+
+for _name, _fn in (("sum", np.sum), ("prod", np.prod), ("mean", np.mean), ("all", np.all),
+                   ("any", np.any)):
+    _reduce(_name, _fn)
+
+
+@_value_fn("max", 1, None)
+def _max(*xs):
+    """max(x): largest element; max(a, b, ...): elementwise maximum."""
+    if len(xs) == 1:
+        return np.max(_array(xs[0]))
+    result = _array(xs[0])
+    for x in xs[1:]:
+        result = np.maximum(result, _array(x))
+    return result
+
+
+@_value_fn("min", 1, None)
+def _min(*xs):
+    """min(x): smallest element; min(a, b, ...): elementwise minimum."""
+    if len(xs) == 1:
+        return np.min(_array(xs[0]))
+    result = _array(xs[0])
+    for x in xs[1:]:
+        result = np.minimum(result, _array(x))
+    return result
+
+
+@_value_fn("len", 1, 1)
+def _len(x):
+    """len(x): length of a list or of a tensor's first axis."""
+    if isinstance(x, (list, tuple, str)):
+        return len(x)
+    arr = _array(x)
+    return 1 if arr.ndim == 0 else arr.shape[0]
+
+
+@_value_fn("size", 1, 1)
+def _size(x):
+    """size(x): number of elements of a constant."""
+    return int(_array(x).size)
+
+
+@_value_fn("list", 1, 1)
+def _list(x):
+    """list(x): a constant's elements as a flat list."""
+    return _array(x).reshape(-1).tolist()
+
+
+@_value_fn("int", 1, 1)
+def _int(x):
+    """int(x): a one-element constant as an integer."""
+    arr = _array(x)
+    if arr.size != 1:
+        raise EvalFailure("int() of a tensor with several elements")
+    return int(arr.reshape(-1)[0])
+
+
+@_value_fn("float", 1, 1)
+def _float(x):
+    """float(x): a one-element constant as a float."""
+    arr = _array(x)
+    if arr.size != 1:
+        raise EvalFailure("float() of a tensor with several elements")
+    return float(arr.reshape(-1)[0])
+
+
+@_value_fn("isclose", 2, 4)
+def _isclose(a, b, rtol=1e-5, atol=1e-8):
+    """isclose(a, b, rtol=1e-5, atol=1e-8): every element close (numpy.allclose)."""
+    return bool(np.allclose(_array(a), _array(b), rtol=float(rtol), atol=float(atol)))
+
+
+CONSTANTS: dict[str, object] = {"pi": math.pi, "e": math.e, "nan": math.nan}

@@ -1,0 +1,53 @@
+"""What expressions compute with, and how they fail.
+
+A tensor variable of a rule evaluates to a ``Ref`` (the name of a value in the graph): graph
+predicates (``rank``, ``single_use``...) read facts about it, while arithmetic asks for its
+constant contents.  A failed evaluation is a reason a match is refused, never a crash.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+
+class EvalFailure(Exception):
+    """An expression could not be evaluated for this match (not constant, unknown shape...)."""
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A value of the graph, by name."""
+
+    name: str
+
+
+class GraphFacts(Protocol):
+    """What expressions may ask of the graph.  ``GraphView`` implements it."""
+
+    def is_constant(self, value: str) -> bool: ...
+
+    def constant(self, value: str) -> np.ndarray | None: ...
+
+    def elem_type(self, value: str) -> int | None: ...
+
+    def shape(self, value: str) -> list[int | str | None] | None: ...
+
+    def consumer_count(self, value: str) -> int: ...
+
+    def is_graph_output(self, value: str) -> bool: ...
+
+    def opset(self, domain: str) -> int | None: ...
+
+
+def materialize(graph: GraphFacts, value: object, what: str = "value") -> object:
+    """Replace ``Ref``s (also inside lists) by their constant contents."""
+    if isinstance(value, Ref):
+        array = graph.constant(value.name)
+        if array is None:
+            raise EvalFailure(f"{what} '{value.name}' is not a constant")
+        return array
+    if isinstance(value, list):
+        return [materialize(graph, v, what) for v in value]
+    return value

@@ -1,0 +1,107 @@
+"""A whole model being optimized: the main graph's view plus everything else kept intact.
+
+``ModelState`` is built from a ``ModelProto`` (never mutating it) and turns back into a new
+``ModelProto`` with the same IR version, metadata, graph inputs/outputs and their order,
+value_info (of values that still exist), functions and opset imports (plus any domain a
+rewrite introduced).
+"""
+from __future__ import annotations
+
+import onnx
+from onnx import GraphProto, ModelProto, helper
+
+from ..dsl.schemas import normalize_domain
+from ..errors import ModelError
+from .types import infer_model_types
+from .view import GraphView
+
+
+def _all_value_names(graph: GraphProto, names: set[str]) -> set[str]:
+    """Every value name in a graph and its subgraphs (fresh names must avoid all of them)."""
+    from .view import subgraphs_of
+    names.update(vi.name for vi in graph.input)
+    names.update(t.name for t in graph.initializer)
+    for node in graph.node:
+        names.update(node.output)
+        names.update(node.input)
+        for sub in subgraphs_of(node):
+            _all_value_names(sub, names)
+    return names
+
+
+class ModelState:
+    """The main graph as a ``GraphView`` plus the model-level fields needed to write it back."""
+
+    def __init__(self, model: ModelProto) -> None:
+        self.source = model
+        self.opsets: dict[str, int] = {}
+        for opset in model.opset_import:
+            self.opsets[normalize_domain(opset.domain)] = opset.version
+        if "" not in self.opsets:
+            raise ModelError("the model imports no default (ai.onnx) opset")
+        types = infer_model_types(model)
+        try:
+            self.view = GraphView(model.graph, self.opsets, types,
+                                  reserved_names=_all_value_names(model.graph, set()))
+        except ValueError as err:
+            raise ModelError(f"malformed graph: {err}") from None
+        self.added_domains: dict[str, int] = {}
+
+    def require_domain(self, domain: str, version: int = 1) -> None:
+        """Make sure the written model imports ``domain`` (added by a rewrite)."""
+        domain = normalize_domain(domain)
+        if domain not in self.opsets:
+            self.opsets[domain] = version
+            self.view.opsets[domain] = version
+            self.added_domains[domain] = version
+
+    def to_model(self) -> ModelProto:
+        source, view = self.source, self.view
+        model = ModelProto()
+        model.ir_version = source.ir_version
+        for field in ("producer_name", "producer_version", "domain", "model_version", "doc_string"):
+            if source.HasField(field):
+                setattr(model, field, getattr(source, field))
+        model.metadata_props.extend(source.metadata_props)
+        model.opset_import.extend(source.opset_import)
+        for domain, version in self.added_domains.items():
+            model.opset_import.append(helper.make_opsetid(domain, version))
+        model.functions.extend(source.functions)
+        if hasattr(source, "training_info"):
+            model.training_info.extend(source.training_info)
+
+        graph = model.graph
+        src = source.graph
+        graph.name = src.name
+        if src.HasField("doc_string"):
+            graph.doc_string = src.doc_string
+        if hasattr(graph, "metadata_props"):
+            graph.metadata_props.extend(src.metadata_props)
+        try:
+            graph.node.extend(view.topological_nodes())
+        except ValueError as err:
+            raise ModelError(f"rewriting produced an invalid graph: {err}") from None
+        graph.input.extend(view.graph_inputs)
+        graph.output.extend(view.graph_outputs)
+        graph.initializer.extend(view.initializers.values())
+        graph.sparse_initializer.extend(src.sparse_initializer)
+        live = view.live_values()
+        graph.value_info.extend(vi for vi in src.value_info if vi.name in live)
+        graph.quantization_annotation.extend(
+            qa for qa in src.quantization_annotation if qa.tensor_name in live)
+        return model
+
+
+def count_nodes(model: ModelProto) -> int:
+    return len(model.graph.node)
+
+
+def op_histogram(model: ModelProto) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for node in model.graph.node:
+        key = f"{node.domain}.{node.op_type}" if normalize_domain(node.domain) else node.op_type
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+__all__ = ["ModelState", "count_nodes", "op_histogram", "onnx"]

@@ -1,0 +1,111 @@
+"""Value types (element type + shape): from the model, from onnx shape inference, per node.
+
+Shape inference runs once per model on a copy whose large initializers carry no data (so
+a big model is not duplicated in memory); nodes created later get their types inferred one
+at a time, lazily, when a rule asks.
+"""
+from __future__ import annotations
+
+import onnx
+from onnx import ModelProto, TensorProto, TypeProto, helper, shape_inference
+
+from ..dsl.schemas import normalize_domain
+
+_SMALL_TENSOR = 1024  # elements: initializers up to this size keep their data for inference
+
+
+def tensor_type(tensor: TensorProto) -> TypeProto:
+    return helper.make_tensor_type_proto(tensor.data_type, list(tensor.dims))
+
+
+def _numel(tensor: TensorProto) -> int:
+    n = 1
+    for d in tensor.dims:
+        n *= d
+    return n
+
+
+def _light_copy(model: ModelProto) -> ModelProto:
+    light = ModelProto()
+    light.ir_version = model.ir_version
+    light.opset_import.extend(model.opset_import)
+    light.functions.extend(model.functions)
+    graph, src = light.graph, model.graph
+    graph.name = src.name
+    graph.node.extend(src.node)
+    graph.input.extend(src.input)
+    graph.output.extend(src.output)
+    graph.value_info.extend(src.value_info)
+    for tensor in src.initializer:
+        if _numel(tensor) <= _SMALL_TENSOR and tensor.data_location != TensorProto.EXTERNAL:
+            graph.initializer.append(tensor)
+        else:
+            stub = graph.initializer.add()
+            stub.name = tensor.name
+            stub.data_type = tensor.data_type
+            stub.dims.extend(tensor.dims)
+    return light
+
+
+def infer_model_types(model: ModelProto) -> dict[str, TypeProto]:
+    """Types of every value of the main graph that onnx can infer (best effort)."""
+    types: dict[str, TypeProto] = {}
+    graph = model.graph
+    for tensor in graph.initializer:
+        types[tensor.name] = tensor_type(tensor)
+    for vi in (*graph.input, *graph.value_info, *graph.output):
+        if vi.type.WhichOneof("value") is not None:
+            types[vi.name] = vi.type
+    try:
+        inferred = shape_inference.infer_shapes(_light_copy(model), strict_mode=False, data_prop=True)
+    except Exception:  # custom ops or a malformed corner: keep what the model declares
+        return types
+    for vi in (*inferred.graph.value_info, *inferred.graph.output):
+        if vi.type.WhichOneof("value") is not None and vi.name not in types:
+            types[vi.name] = vi.type
+        elif vi.type.WhichOneof("value") is not None and _rank(types.get(vi.name)) is None:
+            types[vi.name] = vi.type
+    return types
+
+
+def _rank(type_proto: TypeProto | None) -> int | None:
+    if type_proto is None or not type_proto.HasField("tensor_type"):
+        return None
+    if not type_proto.tensor_type.HasField("shape"):
+        return None
+    return len(type_proto.tensor_type.shape.dim)
+
+
+def infer_node_types(node: onnx.NodeProto, input_types: dict[str, TypeProto],
+                     opsets: dict[str, int]) -> dict[str, TypeProto]:
+    """Output types of one node from its input types ({} when onnx cannot tell)."""
+    domain = normalize_domain(node.domain)
+    version = opsets.get(domain)
+    try:
+        schema = onnx.defs.get_schema(node.op_type, version or onnx.defs.onnx_opset_version(), domain)
+        return dict(shape_inference.infer_node_outputs(
+            schema, node, input_types,
+            opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()]))
+    except Exception:
+        return {}
+
+
+def elem_type_of(type_proto: TypeProto | None) -> int | None:
+    if type_proto is None or not type_proto.HasField("tensor_type"):
+        return None
+    elem = type_proto.tensor_type.elem_type
+    return elem or None
+
+
+def shape_of(type_proto: TypeProto | None) -> list[int | str | None] | None:
+    """Dims of a tensor type: ints, symbolic names, or None for unknown; None if no shape."""
+    if type_proto is None or not type_proto.HasField("tensor_type"):
+        return None
+    tensor = type_proto.tensor_type
+    if not tensor.HasField("shape"):
+        return None
+    dims: list[int | str | None] = []
+    for dim in tensor.shape.dim:
+        which = dim.WhichOneof("value")
+        dims.append(dim.dim_value if which == "dim_value" else dim.dim_param if which == "dim_param" else None)
+    return dims

@@ -1,0 +1,468 @@
+"""The graph model: a NetworkX MultiDiGraph over one ONNX graph, updated in place.
+
+One graph node per ONNX node (an int id), plus one source per graph input, initializer and
+outer-scope value; one edge per (producer output -> consumer input slot), keyed by the slot.
+Values used inside a node's subgraphs (If/Loop bodies reading outer values) are edges too,
+keyed ``"implicit:<name>"``, so nothing ever deletes or renames a value a subgraph reads.
+
+Beside the NetworkX graph the view keeps the indexes the matcher needs in O(1): producer
+and consumers of each value, nodes by (domain, op type).  Every mutation goes through the
+methods here, which keep all of them in sync; nothing is rebuilt per match.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Iterable, Iterator
+
+import networkx as nx
+import numpy as np
+from onnx import AttributeProto, GraphProto, NodeProto, TensorProto, TypeProto, numpy_helper
+
+from ..dsl.schemas import attribute_value, normalize_domain
+from . import types as T
+
+NodeId = int
+SourceKey = tuple  # ("input" | "init" | "outer", name)
+
+
+def subgraphs_of(node: NodeProto) -> Iterator[GraphProto]:
+    for attr in node.attribute:
+        if attr.type == AttributeProto.GRAPH:
+            yield attr.g
+        elif attr.type == AttributeProto.GRAPHS:
+            yield from attr.graphs
+
+
+def _implicit_inputs(node: NodeProto) -> list[str]:
+    """Outer-scope values read inside the node's subgraphs, in first-use order."""
+    seen: dict[str, None] = {}
+
+    def walk(graph: GraphProto, defined: set[str]) -> None:
+        defined = defined | {i.name for i in graph.input} | {t.name for t in graph.initializer}
+        defined |= {t.values.name for t in graph.sparse_initializer}
+        for inner in graph.node:
+            defined |= {o for o in inner.output if o}
+        for inner in graph.node:
+            for name in inner.input:
+                if name and name not in defined:
+                    seen.setdefault(name)
+            for sub in subgraphs_of(inner):
+                walk(sub, defined)
+        for out in graph.output:
+            if out.name not in defined:
+                seen.setdefault(out.name)
+
+    for sub in subgraphs_of(node):
+        walk(sub, set())
+    return list(seen)
+
+
+def _rename_in_subgraph(graph: GraphProto, old: str, new: str) -> None:
+    for inner in graph.node:
+        for i, name in enumerate(inner.input):
+            if name == old:
+                inner.input[i] = new
+        for sub in subgraphs_of(inner):
+            _rename_in_subgraph(sub, old, new)
+    for out in graph.output:
+        if out.name == old:
+            out.name = new
+
+
+class GraphView:
+    """An ONNX graph as a mutable, indexed NetworkX graph (see the module docstring)."""
+
+    def __init__(self, graph: GraphProto, opsets: dict[str, int],
+                 types: dict[str, TypeProto] | None = None,
+                 outer_values: Iterable[str] = (), reserved_names: Iterable[str] = ()) -> None:
+        self.nx = nx.MultiDiGraph()
+        self.opsets = {normalize_domain(d): v for d, v in opsets.items()}
+        self._nodes: dict[NodeId, NodeProto] = {}
+        self._order: dict[NodeId, tuple[int, int]] = {}
+        self._producer: dict[str, tuple[NodeId | SourceKey, int]] = {}
+        self._consumers: dict[str, dict[tuple[NodeId, int | str], None]] = {}
+        self._by_op: dict[tuple[str, str], dict[NodeId, None]] = {}
+        self._implicit: dict[NodeId, list[str]] = {}
+        self._ids = itertools.count()
+        self._tie = itertools.count(1)
+        self._const_cache: dict[str, np.ndarray] = {}
+        self.types: dict[str, TypeProto] = dict(types or {})
+        self._inferred_nodes: set[NodeId] = set()
+
+        self.graph_inputs = [vi for vi in graph.input]
+        self.graph_outputs = [vi for vi in graph.output]
+        self.input_names = {vi.name for vi in self.graph_inputs}
+        self.output_names = {vi.name for vi in self.graph_outputs}
+        self.initializers: dict[str, TensorProto] = {t.name: t for t in graph.initializer}
+        self.node_names: set[str] = set()
+        self.value_names: set[str] = set(reserved_names)
+
+        for name in outer_values:
+            self._add_source(("outer", name))
+        for vi in self.graph_inputs:
+            self._add_source(("input", vi.name))
+        for name in self.initializers:
+            if name not in self.input_names:
+                self._add_source(("init", name))
+        for tensor in graph.initializer:
+            if tensor.name not in self.types:
+                self.types[tensor.name] = T.tensor_type(tensor)
+        for index, proto in enumerate(graph.node):
+            copy = NodeProto()
+            copy.CopyFrom(proto)
+            self.add_node(copy, (index, 0))
+
+    # ------------------------------------------------------------------ building blocks
+    def _add_source(self, key: SourceKey) -> None:
+        self.nx.add_node(key)
+        self._producer[key[1]] = (key, 0)
+        self._consumers.setdefault(key[1], {})
+        self.value_names.add(key[1])
+
+    def _connect_input(self, node_id: NodeId, slot: int | str, value: str) -> None:
+        self._consumers.setdefault(value, {})[(node_id, slot)] = None
+        producer = self._producer.get(value)
+        if producer is not None:
+            self.nx.add_edge(producer[0], node_id, key=slot, value=value, out_slot=producer[1])
+
+    def _disconnect_input(self, node_id: NodeId, slot: int | str, value: str) -> None:
+        consumers = self._consumers.get(value)
+        if consumers is not None:
+            consumers.pop((node_id, slot), None)
+        producer = self._producer.get(value)
+        if producer is not None and self.nx.has_edge(producer[0], node_id, key=slot):
+            self.nx.remove_edge(producer[0], node_id, key=slot)
+
+    # ------------------------------------------------------------------------ mutation
+    def add_node(self, proto: NodeProto, order: tuple[int, int] | None = None) -> NodeId:
+        """Insert a node; its inputs connect to their producers, its outputs to consumers."""
+        node_id = next(self._ids)
+        self._nodes[node_id] = proto
+        self._order[node_id] = order if order is not None else (1 << 62, next(self._tie))
+        self.nx.add_node(node_id)
+        self._by_op.setdefault((normalize_domain(proto.domain), proto.op_type), {})[node_id] = None
+        if proto.name:
+            self.node_names.add(proto.name)
+        for slot, out in enumerate(proto.output):
+            if not out:
+                continue
+            if out in self._producer:
+                raise ValueError(f"value '{out}' has two producers")
+            self._producer[out] = (node_id, slot)
+            self.value_names.add(out)
+            for consumer, in_slot in self._consumers.setdefault(out, {}):
+                self.nx.add_edge(node_id, consumer, key=in_slot, value=out, out_slot=slot)
+        for slot, name in enumerate(proto.input):
+            if name:
+                self._connect_input(node_id, slot, name)
+        implicit = _implicit_inputs(proto) if any(True for _ in subgraphs_of(proto)) else []
+        if implicit:
+            self._implicit[node_id] = implicit
+            for name in implicit:
+                self._connect_input(node_id, f"implicit:{name}", name)
+        return node_id
+
+    def remove_node(self, node_id: NodeId) -> NodeProto:
+        """Delete a node; values it produced lose their producer (their consumers remain)."""
+        proto = self._nodes.pop(node_id)
+        for slot, name in enumerate(proto.input):
+            if name:
+                self._disconnect_input(node_id, slot, name)
+        for name in self._implicit.pop(node_id, []):
+            self._disconnect_input(node_id, f"implicit:{name}", name)
+        for out in proto.output:
+            if out and self._producer.get(out, (None,))[0] == node_id:
+                del self._producer[out]
+                self._const_cache.pop(out, None)
+                if not self._consumers.get(out):
+                    self._consumers.pop(out, None)
+        self.nx.remove_node(node_id)
+        self._by_op[(normalize_domain(proto.domain), proto.op_type)].pop(node_id, None)
+        del self._order[node_id]
+        self._inferred_nodes.discard(node_id)
+        return proto
+
+    def set_input(self, node_id: NodeId, slot: int, value: str) -> None:
+        """Make input ``slot`` of a node read ``value`` instead."""
+        proto = self._nodes[node_id]
+        old = proto.input[slot]
+        if old:
+            self._disconnect_input(node_id, slot, old)
+        proto.input[slot] = value
+        if value:
+            self._connect_input(node_id, slot, value)
+
+    def replace_uses(self, old: str, new: str) -> list[NodeId]:
+        """Every consumer of ``old`` reads ``new`` instead (subgraph uses included).
+
+        Graph outputs are not consumers and are left alone.  Returns the rewired nodes."""
+        touched: list[NodeId] = []
+        for node_id, slot in list(self._consumers.get(old, {})):
+            touched.append(node_id)
+            if isinstance(slot, int):
+                self.set_input(node_id, slot, new)
+            else:
+                proto = self._nodes[node_id]
+                self._disconnect_input(node_id, slot, old)
+                for sub in subgraphs_of(proto):
+                    _rename_in_subgraph(sub, old, new)
+                implicit = self._implicit[node_id]
+                implicit[implicit.index(old)] = new
+                self._connect_input(node_id, f"implicit:{new}", new)
+        return touched
+
+    def rename_value(self, old: str, new: str) -> list[NodeId]:
+        """Give value ``old`` the free name ``new`` everywhere (producer and consumers)."""
+        if new in self._producer:
+            raise ValueError(f"value '{new}' already exists")
+        producer, slot = self._producer[old]
+        if isinstance(producer, int):
+            proto = self._nodes[producer]
+            # re-register the producer under the new name
+            out_edges = list(self.nx.out_edges(producer, keys=True, data=True))
+            del self._producer[old]
+            proto.output[slot] = new
+            self._producer[new] = (producer, slot)
+            for _, consumer, key, data in out_edges:
+                if data["value"] == old:
+                    self.nx.remove_edge(producer, consumer, key=key)
+        elif producer[0] == "init":
+            tensor = self.initializers.pop(old)
+            tensor.name = new
+            self.initializers[new] = tensor
+            self.nx.remove_node(producer)
+            del self._producer[old]
+            self._add_source(("init", new))
+        else:
+            raise ValueError(f"cannot rename {producer[0]} value '{old}'")
+        self._consumers.setdefault(new, {})
+        if old in self.types:
+            self.types[new] = self.types.pop(old)
+        if old in self._const_cache:
+            self._const_cache[new] = self._const_cache.pop(old)
+        self.value_names.add(new)
+        touched = self.replace_uses(old, new)
+        self._consumers.pop(old, None)
+        return touched
+
+    def add_initializer(self, tensor: TensorProto) -> None:
+        if tensor.name in self._producer:
+            raise ValueError(f"value '{tensor.name}' already exists")
+        self.initializers[tensor.name] = tensor
+        self.types[tensor.name] = T.tensor_type(tensor)
+        self._add_source(("init", tensor.name))
+        for consumer, in_slot in self._consumers[tensor.name]:
+            self.nx.add_edge(("init", tensor.name), consumer, key=in_slot, value=tensor.name, out_slot=0)
+
+    def remove_initializer(self, name: str) -> None:
+        del self.initializers[name]
+        self.nx.remove_node(("init", name))
+        del self._producer[name]
+        self._const_cache.pop(name, None)
+        if not self._consumers.get(name):
+            self._consumers.pop(name, None)
+
+    def remove_dead(self, candidates: list[str], touched: set[NodeId] | None = None) -> int:
+        """Remove initializers and nodes that, starting from ``candidates``, feed nothing.
+
+        Producers of the removed nodes' inputs are added to ``touched``.  Returns how many
+        nodes were removed."""
+        removed = 0
+        candidates = list(candidates)
+        while candidates:
+            value = candidates.pop()
+            if not self.has_value(value) or self.consumer_count(value) or self.is_graph_output(value):
+                continue
+            if self.is_initializer(value):
+                self.remove_initializer(value)
+                continue
+            producer = self.producer(value)
+            if producer is None:
+                continue
+            proto = self._nodes[producer]
+            if any(o and (self.consumer_count(o) or self.is_graph_output(o)) for o in proto.output):
+                continue
+            inputs = [i for i in proto.input if i] + self._implicit.get(producer, [])
+            self.remove_node(producer)
+            removed += 1
+            candidates.extend(inputs)
+            if touched is not None:
+                touched.update(p for p in map(self.producer, inputs) if p is not None)
+        return removed
+
+    # ------------------------------------------------------------------------ queries
+    def node(self, node_id: NodeId) -> NodeProto:
+        return self._nodes[node_id]
+
+    def has_node(self, node_id: NodeId) -> bool:
+        return node_id in self._nodes
+
+    def node_ids(self) -> list[NodeId]:
+        return list(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def nodes_by_op(self, domain: str, op: str) -> list[NodeId]:
+        return list(self._by_op.get((normalize_domain(domain), op), ()))
+
+    def order_of(self, node_id: NodeId) -> tuple[int, int]:
+        return self._order[node_id]
+
+    def producer(self, value: str) -> NodeId | None:
+        """The node producing ``value`` (None for inputs, initializers, outer values)."""
+        entry = self._producer.get(value)
+        if entry is None or not isinstance(entry[0], int):
+            return None
+        return entry[0]
+
+    def producer_slot(self, value: str) -> int:
+        return self._producer[value][1]
+
+    def has_value(self, value: str) -> bool:
+        return value in self._producer
+
+    def consumers(self, value: str) -> list[tuple[NodeId, int | str]]:
+        """(node, input slot) pairs reading ``value``; subgraph reads have a str slot."""
+        return list(self._consumers.get(value, ()))
+
+    def consumer_count(self, value: str) -> int:
+        return len(self._consumers.get(value, ()))
+
+    def is_graph_output(self, value: str) -> bool:
+        return value in self.output_names
+
+    def is_graph_input(self, value: str) -> bool:
+        return value in self.input_names
+
+    def is_outer(self, value: str) -> bool:
+        entry = self._producer.get(value)
+        return entry is not None and entry[0] == ("outer", value)
+
+    def is_initializer(self, value: str) -> bool:
+        entry = self._producer.get(value)
+        return entry is not None and entry[0] == ("init", value)
+
+    def is_constant(self, value: str) -> bool:
+        entry = self._producer.get(value)
+        if entry is None:
+            return False
+        source = entry[0]
+        if isinstance(source, int):
+            proto = self._nodes[source]
+            return proto.op_type == "Constant" and normalize_domain(proto.domain) == ""
+        return source[0] == "init"
+
+    def constant(self, value: str) -> np.ndarray | None:
+        """Contents of a constant value (cached), or None when it is not constant."""
+        cached = self._const_cache.get(value)
+        if cached is not None:
+            return cached
+        if not self.is_constant(value):
+            return None
+        source = self._producer[value][0]
+        try:
+            if isinstance(source, int):
+                array = _constant_node_value(self._nodes[source])
+            else:
+                array = numpy_helper.to_array(self.initializers[value])
+        except Exception:  # external data not loaded, sparse, unsupported type...
+            return None
+        if array is not None:
+            array.setflags(write=False)
+            self._const_cache[value] = array
+        return array
+
+    def type_of(self, value: str) -> TypeProto | None:
+        known = self.types.get(value)
+        if known is not None:
+            return known
+        producer = self.producer(value)
+        if producer is None or producer in self._inferred_nodes:
+            return None
+        self._inferred_nodes.add(producer)
+        proto = self._nodes[producer]
+        input_types = {}
+        for name in proto.input:
+            if name:
+                t = self.type_of(name)
+                if t is not None:
+                    input_types[name] = t
+        for name, t in T.infer_node_types(proto, input_types, self.opsets).items():
+            self.types.setdefault(name, t)
+        return self.types.get(value)
+
+    def elem_type(self, value: str) -> int | None:
+        return T.elem_type_of(self.type_of(value))
+
+    def shape(self, value: str) -> list[int | str | None] | None:
+        shape = T.shape_of(self.type_of(value))
+        if shape is None and self.is_constant(value):
+            array = self.constant(value)
+            return None if array is None else list(array.shape)
+        return shape
+
+    def opset(self, domain: str) -> int | None:
+        return self.opsets.get(normalize_domain(domain))
+
+    def attribute(self, node_id: NodeId, name: str) -> object:
+        """A node attribute as a Python value (None when absent; no schema default)."""
+        for attr in self._nodes[node_id].attribute:
+            if attr.name == name:
+                return attribute_value(attr)
+        return None
+
+    def neighbors(self, node_id: NodeId) -> Iterator[NodeId]:
+        """Nodes one edge away, either direction (sources skipped)."""
+        for other in itertools.chain(self.nx.predecessors(node_id), self.nx.successors(node_id)):
+            if isinstance(other, int):
+                yield other
+
+    # ------------------------------------------------------------------------- names
+    def fresh_value_name(self, base: str) -> str:
+        name = base
+        counter = itertools.count(1)
+        while name in self.value_names:
+            name = f"{base}_{next(counter)}"
+        self.value_names.add(name)
+        return name
+
+    def fresh_node_name(self, base: str) -> str:
+        name = base
+        counter = itertools.count(1)
+        while name in self.node_names:
+            name = f"{base}_{next(counter)}"
+        self.node_names.add(name)
+        return name
+
+    # -------------------------------------------------------------------- write back
+    def topological_nodes(self) -> list[NodeProto]:
+        """Nodes in a topological order that keeps the original order where it can."""
+        order = self._order
+
+        def key(n):
+            return order[n] if isinstance(n, int) else (-1, 0)
+
+        try:
+            sorted_ids = nx.lexicographical_topological_sort(self.nx, key=key)
+            return [self._nodes[n] for n in sorted_ids if isinstance(n, int)]
+        except nx.NetworkXUnfeasible:
+            raise ValueError("the graph has a cycle") from None
+
+    def live_values(self) -> set[str]:
+        return set(self._producer)
+
+
+def _constant_node_value(proto: NodeProto) -> np.ndarray | None:
+    for attr in proto.attribute:
+        if attr.name == "value":
+            return numpy_helper.to_array(attr.t)
+        if attr.name == "value_float":
+            return np.asarray(attr.f, dtype=np.float32)
+        if attr.name == "value_floats":
+            return np.asarray(list(attr.floats), dtype=np.float32)
+        if attr.name == "value_int":
+            return np.asarray(attr.i, dtype=np.int64)
+        if attr.name == "value_ints":
+            return np.asarray(list(attr.ints), dtype=np.int64)
+    return None  # string / sparse constants are not folded or matched as numbers

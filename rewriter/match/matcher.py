@@ -1,0 +1,347 @@
+"""Anchored backtracking matcher: find the instances of a rule's pattern rooted at a node.
+
+It follows the compiled plan step by step, trying every candidate node, every alternative
+and (for commutative ops) every operand order, binding names by unification: a name seen
+twice must denote the same value.  Literals match constants; attribute patterns unify with
+attribute values (schema defaults when absent).  ``where``/``let`` run as soon as their names
+are bound.  Matches are produced lazily; the deepest failure is kept for ``explain``.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+
+from ..dsl import ast as A
+from ..dsl.schemas import attribute_default, is_commutative, normalize_domain
+from ..expr.evaluate import evaluate, truth
+from ..expr.values import EvalFailure, Ref
+from ..graph.view import GraphView, NodeId
+from .plan import CompiledRule
+
+_MISSING = object()
+
+
+@dataclass
+class Match:
+    """One instance of a pattern: what every name denotes and which nodes were matched."""
+
+    rule: CompiledRule
+    values: dict[str, object]          # tensor var -> value name | None | [names]
+    scalars: dict[str, object]         # attribute captures and lets
+    nodes: dict[int, NodeId]           # equation index -> graph node
+    root: NodeId
+
+
+@dataclass
+class Failure:
+    """Why the deepest attempt failed: the step, the reason, and the names bound so far."""
+
+    depth: int
+    reason: str
+    bindings: dict[str, object] = field(default_factory=dict)
+
+
+class _State:
+    """Bindings with an undo trail, and the ``Env`` expressions evaluate in."""
+
+    def __init__(self, view: GraphView, compiled: CompiledRule) -> None:
+        self.graph = view
+        self.view = view
+        self.compiled = compiled
+        self.values: dict[str, object] = {}
+        self.scalars: dict[str, object] = {}
+        self.nodes: dict[int, NodeId] = {}
+        self.used: set[NodeId] = set()
+        self.trail: list[tuple[str, str]] = []
+
+    # -- Env protocol
+    def lookup(self, name: str) -> object:
+        if name in self.values:
+            value = self.values[name]
+            if isinstance(value, list):
+                return [Ref(v) for v in value]
+            return None if value is None else Ref(value)
+        return self.scalars[name]
+
+    def node_attribute(self, var: str, attr: str) -> object:
+        eq_index = self.compiled.produced_by.get(var)
+        node_id = self.nodes.get(eq_index) if eq_index is not None else None
+        if node_id is None:
+            raise EvalFailure(f"'{var}' is not matched yet")
+        return attribute_with_default(self.view, node_id, attr)
+
+    # -- binding with undo
+    def mark(self) -> int:
+        return len(self.trail)
+
+    def undo(self, mark: int) -> None:
+        while len(self.trail) > mark:
+            kind, key = self.trail.pop()
+            if kind == "v":
+                del self.values[key]
+            elif kind == "s":
+                del self.scalars[key]
+            else:
+                node_id = self.nodes.pop(int(key))
+                self.used.discard(node_id)
+
+    def unify_value(self, name: str, value: object) -> bool:
+        current = self.values.get(name, _MISSING)
+        if current is _MISSING:
+            self.values[name] = value
+            self.trail.append(("v", name))
+            return True
+        return current == value
+
+    def unify_scalar(self, name: str, value: object) -> bool:
+        current = self.scalars.get(name, _MISSING)
+        if current is _MISSING:
+            self.scalars[name] = value
+            self.trail.append(("s", name))
+            return True
+        return values_equal(current, value)
+
+    def bind_node(self, eq_index: int, node_id: NodeId) -> None:
+        self.nodes[eq_index] = node_id
+        self.used.add(node_id)
+        self.trail.append(("n", str(eq_index)))
+
+
+def attribute_with_default(view: GraphView, node_id: NodeId, name: str) -> object:
+    value = view.attribute(node_id, name)
+    if value is not None:
+        return value
+    proto = view.node(node_id)
+    return attribute_default(proto.domain, proto.op_type, view.opset(proto.domain), name)
+
+
+def values_equal(a: object, b: object) -> bool:
+    """Equality for attribute values: lists, arrays and floats (to float32 precision)."""
+    if a is None or b is None:
+        return a is b
+    if isinstance(a, float) or isinstance(b, float):
+        try:
+            return bool(np.isclose(float(a), float(b), rtol=1e-6, atol=0.0))
+        except (TypeError, ValueError):
+            return False
+    if isinstance(a, (list, tuple, np.ndarray)) or isinstance(b, (list, tuple, np.ndarray)):
+        try:
+            left, right = np.asarray(a), np.asarray(b)
+            return left.shape == right.shape and bool(np.all(left == right))
+        except (TypeError, ValueError):
+            return False
+    return a == b
+
+
+_APPROX_RTOL = {np.dtype(np.float16): 2e-3}
+_DEFAULT_APPROX_RTOL = 1e-4
+
+
+def literal_matches(array: np.ndarray | None, literal: A.Literal) -> bool:
+    """A one-element constant equal to the literal (within tolerance for ``~``)."""
+    if array is None or array.size != 1:
+        return False
+    actual = array.reshape(-1)[0]
+    if array.dtype == np.bool_ or isinstance(literal.value, bool):
+        return array.dtype == np.bool_ and bool(actual) == bool(literal.value)
+    if array.dtype.kind not in "iuf":
+        return False
+    if literal.approx:
+        rtol = _APPROX_RTOL.get(array.dtype, _DEFAULT_APPROX_RTOL)
+        return bool(np.isclose(float(actual), float(literal.value), rtol=rtol, atol=1e-6))
+    if array.dtype.kind in "iu":
+        return float(literal.value).is_integer() and int(actual) == int(literal.value)
+    with np.errstate(all="ignore"):  # a float literal as the constant's dtype stores it
+        stored = np.asarray(literal.value).astype(array.dtype)
+    return bool(actual == stored)
+
+
+class Matcher:
+    """Finds matches of compiled rules in a ``GraphView``."""
+
+    def __init__(self, view: GraphView, max_attempts: int = 10_000) -> None:
+        self.view = view
+        self.max_attempts = max_attempts  # candidate bindings tried per root, then give up
+        self.last_failure: Failure | None = None
+
+    def matches(self, compiled: CompiledRule, root: NodeId) -> Iterator[Match]:
+        """Every instance of ``compiled`` whose root node is ``root`` (lazily)."""
+        self.last_failure = None
+        state = _State(self.view, compiled)
+        budget = [self.max_attempts]
+        yield from self._search(compiled, state, 0, root, budget)
+
+    # --------------------------------------------------------------------- search
+    def _fail(self, depth: int, reason: str, state: _State) -> None:
+        if self.last_failure is None or depth >= self.last_failure.depth:
+            self.last_failure = Failure(depth, reason, dict(state.values) | dict(state.scalars))
+
+    def _candidates(self, compiled: CompiledRule, state: _State, step_index: int,
+                    root: NodeId) -> list[NodeId]:
+        step = compiled.steps[step_index]
+        if step.via == "root":
+            return [root]
+        bound = state.values.get(step.link)
+        if bound is None or isinstance(bound, list):
+            return []
+        if step.via == "output":
+            producer = self.view.producer(bound)
+            return [] if producer is None else [producer]
+        seen: dict[NodeId, None] = {}
+        for node_id, slot in self.view.consumers(bound):
+            if isinstance(slot, int):
+                seen.setdefault(node_id)
+        return list(seen)
+
+    def _search(self, compiled: CompiledRule, state: _State, step_index: int, root: NodeId,
+                budget: list[int]) -> Iterator[Match]:
+        if step_index == len(compiled.steps):
+            yield Match(compiled, dict(state.values), dict(state.scalars), dict(state.nodes), root)
+            return
+        step = compiled.steps[step_index]
+        equation = compiled.rule.equations[step.equation]
+        for node_id in self._candidates(compiled, state, step_index, root):
+            if node_id in state.used:
+                continue
+            for alternative in equation.alternatives:
+                for _ in self._match_node(equation, alternative, node_id, state, step_index):
+                    budget[0] -= 1
+                    if budget[0] < 0:
+                        self._fail(step_index, "match attempt budget exhausted", state)
+                        return
+                    mark = state.mark()
+                    state.bind_node(step.equation, node_id)
+                    if self._constraints(compiled, step, state, step_index):
+                        yield from self._search(compiled, state, step_index + 1, root, budget)
+                    state.undo(mark)
+
+    def _constraints(self, compiled: CompiledRule, step, state: _State, depth: int) -> bool:
+        rule = compiled.rule
+        for li in step.lets:
+            let = rule.lets[li]
+            try:
+                value = evaluate(let.expr, state)
+            except EvalFailure as err:
+                self._fail(depth, f"let {let.name}: {err}", state)
+                return False
+            if not state.unify_scalar(let.name, value):
+                return False
+        for wi in step.wheres:
+            where = rule.wheres[wi]
+            try:
+                ok = truth(evaluate(where.expr, state))
+            except EvalFailure as err:
+                self._fail(depth, f"where (line {where.pos.line}): {err}", state)
+                return False
+            if not ok:
+                self._fail(depth, f"where (line {where.pos.line}) does not hold", state)
+                return False
+        return True
+
+    # ----------------------------------------------------------------- one node
+    def _match_node(self, equation: A.Equation, alt: A.OpPattern, node_id: NodeId,
+                    state: _State, depth: int) -> Iterator[None]:
+        view = self.view
+        proto = view.node(node_id)
+        if proto.op_type != alt.op or normalize_domain(proto.domain) != alt.domain:
+            self._fail(depth, f"{proto.op_type} is not {alt.op}", state)
+            return
+        mark = state.mark()
+        if not self._match_outputs(equation, proto, state) or \
+                not self._match_attrs(alt, node_id, state, depth):
+            state.undo(mark)
+            return
+        inputs = list(proto.input)
+        while inputs and not inputs[-1]:
+            inputs.pop()
+        for order in self._input_orders(alt, inputs):
+            inner = state.mark()
+            if self._match_inputs(alt, order, state, depth):
+                yield
+            state.undo(inner)
+        state.undo(mark)
+
+    def _match_outputs(self, equation: A.Equation, proto, state: _State) -> bool:
+        for slot, out in enumerate(equation.outs):
+            if out.name is None:
+                continue
+            value = proto.output[slot] if slot < len(proto.output) else ""
+            if not value:
+                if not out.optional or not state.unify_value(out.name, None):
+                    return False
+            elif not state.unify_value(out.name, value):
+                return False
+        return True
+
+    def _match_attrs(self, alt: A.OpPattern, node_id: NodeId, state: _State, depth: int) -> bool:
+        for pattern in alt.attrs:
+            actual = attribute_with_default(self.view, node_id, pattern.name)
+            expr = pattern.value
+            if isinstance(expr, A.Name) and expr.id not in state.compiled.tensor_vars \
+                    and expr.id not in state.values:
+                if expr.id in state.scalars or not _is_constant_name(expr.id):
+                    if not state.unify_scalar(expr.id, actual):
+                        self._fail(depth, f"attribute {pattern.name}={actual!r} differs", state)
+                        return False
+                    continue
+            try:
+                expected = evaluate(expr, state)
+            except EvalFailure as err:
+                self._fail(depth, f"attribute {pattern.name}: {err}", state)
+                return False
+            if not values_equal(actual, expected):
+                self._fail(depth, f"attribute {pattern.name}={actual!r}, wanted {expected!r}", state)
+                return False
+        return True
+
+    def _input_orders(self, alt: A.OpPattern, inputs: list[str]) -> Iterator[list[str]]:
+        yield inputs
+        if len(inputs) >= 2 and is_commutative(alt.domain, alt.op) and \
+                not any(isinstance(a, A.RestArg) for a in alt.args):
+            if len(inputs) == 2:
+                if inputs[0] != inputs[1]:
+                    yield [inputs[1], inputs[0]]
+            elif len(inputs) <= 4:
+                for perm in itertools.islice(itertools.permutations(inputs), 1, None):
+                    yield list(perm)
+
+    def _match_inputs(self, alt: A.OpPattern, inputs: list[str], state: _State, depth: int) -> bool:
+        view = self.view
+        args = alt.args
+        has_rest = bool(args) and isinstance(args[-1], A.RestArg)
+        fixed = len(args) - (1 if has_rest else 0)
+        if len(inputs) > fixed and not has_rest:
+            self._fail(depth, f"{alt.op} has {len(inputs)} inputs, pattern has {fixed}", state)
+            return False
+        for i, arg in enumerate(args):
+            value = inputs[i] if i < len(inputs) and inputs[i] else None
+            if isinstance(arg, A.VarArg):
+                if value is None and not arg.optional:
+                    self._fail(depth, f"input {i} of {alt.op} is missing", state)
+                    return False
+                if not state.unify_value(arg.name, value):
+                    self._fail(depth, f"'{arg.name}' is bound to another value", state)
+                    return False
+            elif isinstance(arg, A.AnyArg):
+                if value is None:
+                    return False
+            elif isinstance(arg, A.LiteralArg):
+                if value is None or not literal_matches(view.constant(value), arg.literal):
+                    self._fail(depth, f"input {i} of {alt.op} is not the constant "
+                                      f"{'~' if arg.literal.approx else ''}{arg.literal.value}", state)
+                    return False
+                if arg.bind and not state.unify_value(arg.bind, value):
+                    return False
+            elif isinstance(arg, A.RestArg):
+                if not state.unify_value(arg.name, [v for v in inputs[i:]]):
+                    return False
+        return True
+
+
+def _is_constant_name(name: str) -> bool:
+    from ..expr.dtypes import DTYPES
+    from ..expr.functions import CONSTANTS
+    return name in DTYPES or name in CONSTANTS

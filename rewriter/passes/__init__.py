@@ -1,0 +1,15 @@
+"""Built-in passes a pack can run beside its rules (``builtin NAME`` in a .rules file).
+
+They do what is not a pattern: whole-graph evaluation.  Each takes the ``ModelState`` and
+returns how many nodes it removed.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..graph.model import ModelState
+from .constant_folding import fold_constants
+
+BUILTINS: dict[str, Callable[[ModelState], int]] = {
+    "constant_folding": fold_constants,
+}

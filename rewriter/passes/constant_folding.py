@@ -1,0 +1,194 @@
+"""Built-in pass ``constant_folding``: what ONNX Runtime's level-1 ConstantFolding does.
+
+* ``Constant`` nodes become initializers;
+* ``Shape`` / ``Size`` of a value whose shape is static become initializers;
+* every other standard-domain node whose inputs are all constant is evaluated — all of
+  them at once, in one onnxruntime session (the reference executor) — and replaced by
+  initializers holding its outputs.
+
+Not folded: nondeterministic ops, control flow, QuantizeLinear/DequantizeLinear (QDQ
+patterns must stay visible to later fusions), nodes producing graph outputs, and outputs
+that would blow the model up (larger than 16 MiB and more than twice their inputs).
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from ..dsl.schemas import normalize_domain
+from ..graph.model import ModelState
+from ..graph.view import GraphView, NodeId, subgraphs_of
+
+NOT_FOLDED = frozenset({
+    "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+    "Bernoulli", "If", "Loop", "Scan", "QuantizeLinear", "DequantizeLinear",
+    "DynamicQuantizeLinear", "Constant", "Shape", "Size", "SequenceConstruct", "SequenceEmpty",
+    "SequenceInsert", "SequenceErase", "SequenceAt", "SplitToSequence", "ConcatFromSequence",
+    "SequenceLength", "SequenceMap", "Optional", "OptionalGetElement", "OptionalHasElement",
+})
+_LARGE_OUTPUT = 16 << 20
+
+
+def fold_constants(state: ModelState) -> int:
+    """Fold what can be folded; returns the number of nodes removed."""
+    view = state.view
+    return (_fold_constant_nodes(view) + _fold_static_shapes(view)
+            + _fold_computations(state))
+
+
+def _fold_constant_nodes(view: GraphView) -> int:
+    count = 0
+    for node_id in view.nodes_by_op("", "Constant"):
+        proto = view.node(node_id)
+        out = proto.output[0] if proto.output else ""
+        if not out or view.is_graph_output(out):
+            continue
+        tensor = _constant_tensor(proto, view.constant(out))
+        if tensor is None:
+            continue
+        tensor.name = out
+        view.remove_node(node_id)
+        view.add_initializer(tensor)
+        count += 1
+    return count
+
+
+def _constant_tensor(proto: onnx.NodeProto, array: np.ndarray | None) -> TensorProto | None:
+    for attr in proto.attribute:
+        if attr.name == "value":
+            tensor = TensorProto()
+            tensor.CopyFrom(attr.t)
+            return tensor
+        if attr.name in ("value_string", "value_strings"):
+            value = helper.get_attribute_value(attr)
+            return numpy_helper.from_array(np.array(value, dtype=object))
+    return None if array is None else numpy_helper.from_array(np.asarray(array))
+
+
+def _fold_static_shapes(view: GraphView) -> int:
+    count = 0
+    for op in ("Shape", "Size"):
+        for node_id in view.nodes_by_op("", op):
+            proto = view.node(node_id)
+            if not proto.input or not proto.output or view.is_graph_output(proto.output[0]):
+                continue
+            shape = view.shape(proto.input[0])
+            if shape is None or not all(isinstance(d, int) for d in shape):
+                continue
+            if op == "Shape":
+                rank = len(shape)
+                start = view.attribute(node_id, "start") or 0
+                end = view.attribute(node_id, "end")
+                end = rank if end is None else end
+                start, end = (max(0, min(rank, v + rank if v < 0 else v)) for v in (start, end))
+                value = np.asarray(shape[start:end], dtype=np.int64)
+            else:
+                value = np.asarray(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
+            out = proto.output[0]
+            inputs = [i for i in proto.input if i]
+            view.remove_node(node_id)
+            view.add_initializer(numpy_helper.from_array(value, out))
+            view.remove_dead(inputs)
+            count += 1
+    return count
+
+
+def _foldable_nodes(view: GraphView) -> list[NodeId]:
+    """Standard-domain nodes computable from constants alone, in topological order."""
+    constant_values: set[str] = set()
+    chosen: list[NodeId] = []
+    for proto_id in _topological_ids(view):
+        proto = view.node(proto_id)
+        if normalize_domain(proto.domain) != "" or proto.op_type in NOT_FOLDED:
+            continue
+        if any(True for _ in subgraphs_of(proto)):
+            continue
+        if any(o and view.is_graph_output(o) for o in proto.output):
+            continue
+        inputs = [i for i in proto.input if i]
+        if not all(i in constant_values or view.is_constant(i) for i in inputs):
+            continue
+        chosen.append(proto_id)
+        constant_values.update(o for o in proto.output if o)
+    return chosen
+
+
+def _topological_ids(view: GraphView) -> list[NodeId]:
+    import networkx as nx
+    order = {n: view.order_of(n) for n in view.node_ids()}
+    return [n for n in nx.lexicographical_topological_sort(
+        view.nx, key=lambda n: order.get(n, (-1, 0))) if isinstance(n, int)]
+
+
+def _run(state: ModelState, nodes: list[onnx.NodeProto],
+         initializers: list[TensorProto]) -> dict[str, np.ndarray]:
+    """Run ``nodes`` on ``initializers`` in onnxruntime (optimizations off); {} on failure."""
+    import onnxruntime as ort
+
+    outputs = [onnx.ValueInfoProto(name=o) for n in nodes for o in n.output if o]
+    model = helper.make_model(
+        helper.make_graph(nodes, "fold", [], outputs, initializers),
+        opset_imports=[helper.make_opsetid(d, v) for d, v in state.opsets.items()
+                       if d in ("", "ai.onnx.ml")])
+    model.ir_version = min(state.source.ir_version or _ORT_SAFE_IR, _ORT_SAFE_IR)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 4
+    try:
+        session = ort.InferenceSession(model.SerializeToString(), options,
+                                       providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+        return dict(zip(names, session.run(names, {})))
+    except Exception:  # an op ORT cannot run on CPU, a type it refuses...: not folded
+        return {}
+
+
+_ORT_SAFE_IR = 10  # every onnxruntime this project supports loads IR 10
+
+
+def _fold_computations(state: ModelState) -> int:
+    view = state.view
+    node_ids = _foldable_nodes(view)
+    if not node_ids:
+        return 0
+    nodes = [view.node(n) for n in node_ids]
+    produced = {o for n in nodes for o in n.output if o}
+    needed = {i for n in nodes for i in n.input if i and i not in produced}
+    results = _run(state, nodes, [view.initializers[i] for i in sorted(needed)])
+    if not results:  # one bad node spoils a batch: fold one node at a time instead
+        for node in nodes:
+            inputs = [i for i in node.input if i]
+            if all(i in results or view.is_initializer(i) for i in inputs):
+                tensors = [view.initializers[i] if view.is_initializer(i) else
+                           numpy_helper.from_array(np.asarray(results[i]), i) for i in set(inputs)]
+                results.update(_run(state, [node], tensors))
+    count = 0
+    for node_id in node_ids:
+        proto = view.node(node_id)
+        outputs = [o for o in proto.output if o]
+        if not outputs or not all(o in results for o in outputs):
+            continue
+        input_bytes = sum(_nbytes(view, i) for i in proto.input if i)
+        if any(results[o].nbytes > _LARGE_OUTPUT and results[o].nbytes > 2 * input_bytes
+               for o in outputs):
+            continue
+        inputs = [i for i in proto.input if i]
+        view.remove_node(node_id)
+        for out in outputs:
+            if view.consumer_count(out):
+                view.add_initializer(numpy_helper.from_array(np.asarray(results[out]), out))
+        view.remove_dead(inputs)
+        count += 1
+    return count
+
+
+def _nbytes(view: GraphView, value: str) -> int:
+    tensor = view.initializers.get(value)
+    if tensor is None:
+        return 0
+    n = 1
+    for d in tensor.dims:
+        n *= d
+    return n * max(1, np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
+                   if tensor.data_type not in (TensorProto.STRING, TensorProto.UNDEFINED) else 1)

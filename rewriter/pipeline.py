@@ -1,0 +1,140 @@
+"""The optimization pipeline: load packs, run each level in order, report what happened.
+
+Levels follow ONNX Runtime's GraphOptimizationLevel: 0 required, 1 basic, 2 extended,
+3 layout, 4 reserved.  Asking for a level runs every pack up to it, lowest level first,
+each level to its own fixpoint.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from onnx import ModelProto
+
+from .dsl import Pack, load_pack
+from .errors import ModelError, RewriterError
+from .graph.model import ModelState, op_histogram
+from .graph.model_io import load_model
+from .resources import bundled_pack_paths
+from .rewrite.fixpoint import LevelRunner
+
+LEVEL_NAMES = {"required": 0, "basic": 1, "extended": 2, "layout": 3, "all": 4}
+LEVEL_LABELS = {0: "required", 1: "basic", 2: "extended", 3: "layout", 4: "level 4"}
+
+
+def parse_level(level: str | int) -> int:
+    """``basic`` / ``extended`` / ``layout`` / ``all`` / a number 0-4 -> the level number."""
+    if isinstance(level, int):
+        value = level
+    else:
+        text = str(level).strip().lower()
+        if text in LEVEL_NAMES:
+            return LEVEL_NAMES[text]
+        if not text.isdigit():
+            raise RewriterError(f"unknown level '{level}' (use basic, extended, layout, all or 0-4)")
+        value = int(text)
+    if not 0 <= value <= 4:
+        raise RewriterError(f"level {value} is out of range (0-4)")
+    return value
+
+
+def bundled_packs() -> list[Pack]:
+    """The rule packs shipped with rewriter."""
+    return [load_pack(p) for p in bundled_pack_paths()]
+
+
+@dataclass
+class RuleCount:
+    rule: str
+    level: int
+    applied: int
+    refused: int
+
+
+@dataclass
+class Report:
+    """What ``optimize`` did: per-rule counts, node counts, histograms and timings."""
+
+    nodes_before: int = 0
+    nodes_after: int = 0
+    rules: list[RuleCount] = field(default_factory=list)
+    builtins: dict[str, int] = field(default_factory=dict)
+    ops_before: dict[str, int] = field(default_factory=dict)
+    ops_after: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)  # phase -> seconds
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(self.seconds.values())
+
+    def applied(self, rule: str) -> int:
+        return sum(r.applied for r in self.rules if r.rule == rule)
+
+
+@dataclass
+class Result:
+    model: ModelProto
+    report: Report
+
+
+def _as_model(model_or_path: ModelProto | str | os.PathLike) -> ModelProto:
+    if isinstance(model_or_path, ModelProto):
+        return model_or_path
+    if isinstance(model_or_path, (str, os.PathLike)):
+        return load_model(model_or_path)
+    raise ModelError(f"expected an onnx.ModelProto or a path, got {type(model_or_path).__name__}")
+
+
+def _select_packs(level: int, rules: Iterable[str | os.PathLike | Pack] | None,
+                  use_bundled: bool) -> list[Pack]:
+    packs = bundled_packs() if use_bundled else []
+    for item in rules or ():
+        packs.append(item if isinstance(item, Pack) else load_pack(Path(item)))
+    return [p for p in packs if p.level <= level]
+
+
+def optimize(model_or_path: ModelProto | str | os.PathLike, level: str | int = "basic",
+             rules: Sequence[str | os.PathLike | Pack] | None = None,
+             bundled: bool = True, max_rewrites: int | None = None) -> Result:
+    """Optimize a model with the rule packs up to ``level``.
+
+    ``rules`` adds pack files (or parsed packs) to the bundled ones (``bundled=False`` uses
+    only these).  The input model is not modified; the result holds a new ``ModelProto`` and
+    a ``Report``.
+    """
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    level_number = parse_level(level)
+    packs = _select_packs(level_number, rules, bundled)
+    timings["load rules"] = time.perf_counter() - start
+
+    source = _as_model(model_or_path)
+    start = time.perf_counter()
+    state = ModelState(source)
+    timings["build view"] = time.perf_counter() - start
+
+    report = Report(nodes_before=len(source.graph.node), ops_before=op_histogram(source))
+    for lvl in sorted({p.level for p in packs}):
+        level_packs = [p for p in packs if p.level == lvl]
+        runner = LevelRunner(state, level_packs, name=", ".join(p.name for p in level_packs),
+                             max_rewrites=max_rewrites)
+        stats = runner.run()
+        timings["match"] = timings.get("match", 0.0) + stats.match_seconds
+        timings["rewrite"] = timings.get("rewrite", 0.0) + stats.rewrite_seconds
+        timings["builtins"] = timings.get("builtins", 0.0) + stats.builtin_seconds
+        for rule in runner.rules:
+            report.rules.append(RuleCount(rule.name, lvl, stats.applied.get(rule.name, 0),
+                                          stats.refused.get(rule.name, 0)))
+        for name, count in stats.builtins.items():
+            report.builtins[name] = report.builtins.get(name, 0) + count
+
+    start = time.perf_counter()
+    model = state.to_model()
+    timings["write back"] = time.perf_counter() - start
+    report.nodes_after = len(model.graph.node)
+    report.ops_after = op_histogram(model)
+    report.seconds = timings
+    return Result(model, report)

@@ -1,0 +1,322 @@
+"""Apply one match: build the replacement, check the engine's guarantees, then mutate.
+
+Everything that can fail (evaluating computed tensors and attributes, the safety checks) runs
+before the graph is touched, so a refused match leaves no trace.  The guarantees enforced
+here, never by rule authors:
+
+* a value that is a graph output, or read by a node outside the match, is never deleted;
+* ``y = x`` keeps a graph output's name (the surviving value is renamed to it) and refuses
+  when that is impossible (``x`` is a graph input, another output, or an outer value);
+* a replaced value keeps its name, type and value_info; new values and nodes get fresh,
+  unique names; new domains are imported; dead initializers and dead nodes are dropped;
+* every new node inherits the root's placement (``layer_ann`` / execution provider).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from onnx import AttributeProto, NodeProto, TensorProto, helper, numpy_helper
+
+from ..dsl import ast as A
+from ..dsl.schemas import attribute_type, normalize_domain
+from ..expr.evaluate import evaluate
+from ..expr.values import EvalFailure, Ref
+from ..graph.model import ModelState
+from ..graph.view import GraphView, NodeId
+from ..match.matcher import Match, attribute_with_default
+from .propagation import inherit_placement
+
+
+class Refused(Exception):
+    """The match is valid but applying it would break a guarantee; the graph is untouched."""
+
+
+@dataclass
+class Applied:
+    new_nodes: list[NodeId]
+    touched: set[NodeId]
+    removed_nodes: int
+
+
+class _ReplacementEnv:
+    """Expressions in a replacement see the match's names and the values built so far."""
+
+    def __init__(self, view: GraphView, match: Match, defined: dict[str, str]) -> None:
+        self.graph = view
+        self.view = view
+        self.match = match
+        self.defined = defined
+
+    def lookup(self, name: str) -> object:
+        if name in self.defined:
+            return Ref(self.defined[name])
+        if name in self.match.values:
+            value = self.match.values[name]
+            if isinstance(value, list):
+                return [Ref(v) for v in value]
+            return None if value is None else Ref(value)
+        return self.match.scalars[name]
+
+    def node_attribute(self, var: str, attr: str) -> object:
+        eq_index = self.match.rule.produced_by.get(var)
+        if eq_index is None or eq_index not in self.match.nodes:
+            raise EvalFailure(f"'{var}' is not the output of a matched node")
+        return attribute_with_default(self.view, self.match.nodes[eq_index], attr)
+
+
+@dataclass
+class _Build:
+    nodes: list[NodeProto] = field(default_factory=list)
+    initializers: list[TensorProto] = field(default_factory=list)
+    aliases: list[tuple[str, str]] = field(default_factory=list)   # (replaced y, existing x)
+    defined: dict[str, str] = field(default_factory=dict)          # replacement name -> value
+    domains: set[str] = field(default_factory=set)
+
+
+def to_tensor(value: object, name: str) -> TensorProto:
+    """A computed value as an initializer: numpy dtypes kept; Python floats become float32,
+    Python ints int64 (use cast() in the rule for anything else)."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        array = np.asarray(value)
+    else:
+        array = np.asarray(value)
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)
+        elif array.dtype.kind in "iu":
+            array = array.astype(np.int64)
+    if array.dtype == object:
+        raise EvalFailure("computed value is not a tensor")
+    return numpy_helper.from_array(np.ascontiguousarray(array), name)
+
+
+def make_attribute(name: str, value: object, attr_type: int | None) -> AttributeProto:
+    """An attribute of the type the op's schema declares (coercing ints/floats/lists)."""
+    if isinstance(value, np.ndarray) and attr_type != AttributeProto.TENSOR:
+        value = value.tolist()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    try:
+        if attr_type == AttributeProto.INT:
+            return helper.make_attribute(name, int(value))
+        if attr_type == AttributeProto.FLOAT:
+            return helper.make_attribute(name, float(value))
+        if attr_type == AttributeProto.INTS:
+            return helper.make_attribute(name, [int(v) for v in value], attr_type=AttributeProto.INTS)
+        if attr_type == AttributeProto.FLOATS:
+            return helper.make_attribute(name, [float(v) for v in value], attr_type=AttributeProto.FLOATS)
+        if attr_type == AttributeProto.STRING:
+            return helper.make_attribute(name, str(value))
+        if attr_type == AttributeProto.TENSOR:
+            return helper.make_attribute(name, to_tensor(value, ""))
+        return helper.make_attribute(name, value)
+    except (TypeError, ValueError) as err:
+        raise EvalFailure(f"attribute {name}: {err}") from None
+
+
+class Rewriter:
+    """Applies matches to a ``ModelState``."""
+
+    def __init__(self, state: ModelState) -> None:
+        self.state = state
+        self.view = state.view
+
+    # ------------------------------------------------------------------- build
+    def _input_values(self, arg: A.Expr, build: _Build, env: _ReplacementEnv, match: Match) -> list[str]:
+        if isinstance(arg, A.Call) and arg.is_op:
+            return self._build_node(arg, None, build, env, match)[:1]
+        if isinstance(arg, A.Const) and arg.value is None:
+            return [""]
+        value = evaluate(arg, env)
+        if isinstance(value, Ref):
+            return [value.name]
+        if value is None:
+            return [""]
+        if isinstance(value, list) and value and all(isinstance(v, Ref) for v in value):
+            return [v.name for v in value]
+        tensor = to_tensor(value, self.view.fresh_value_name(f"{match.rule.name}_const"))
+        build.initializers.append(tensor)
+        return [tensor.name]
+
+    def _attributes(self, call: A.Call, domain: str, op: str, env: _ReplacementEnv,
+                    match: Match) -> list[AttributeProto]:
+        attrs: dict[str, AttributeProto] = {}
+        version = self.view.opset(domain)
+        for item in call.attrs or ():
+            if isinstance(item, A.AttrSpread):
+                node_id = match.nodes[match.rule.produced_by[item.var]]
+                for attr in self.view.node(node_id).attribute:
+                    copy = AttributeProto()
+                    copy.CopyFrom(attr)
+                    attrs[attr.name] = copy
+            else:
+                value = evaluate(item.value, env)
+                if value is None:
+                    attrs.pop(item.name, None)
+                    continue
+                attrs[item.name] = make_attribute(item.name, value,
+                                                  attribute_type(domain, op, version, item.name))
+        return list(attrs.values())
+
+    def _build_node(self, call: A.Call, outs: tuple[A.Out, ...] | None, build: _Build,
+                    env: _ReplacementEnv, match: Match) -> list[str]:
+        domain, op = A.split_op_name(call.func)
+        domain = normalize_domain(domain)
+        inputs: list[str] = []
+        for arg in call.args:
+            inputs.extend(self._input_values(arg, build, env, match))
+        while inputs and not inputs[-1]:
+            inputs.pop()
+        rule = match.rule
+        outputs: list[str] = []
+        for out in outs if outs is not None else (A.Out("t", False, call.pos),):
+            if out.name is None:
+                outputs.append("")
+            elif outs is not None and out.name in rule.replaced:
+                outputs.append(out.name)
+            else:
+                outputs.append(self.view.fresh_value_name(f"{rule.name}_{out.name.lstrip('$')}"))
+        while outputs and not outputs[-1]:
+            outputs.pop()
+        root = self.view.node(match.root)
+        base = root.name or rule.name
+        node = helper.make_node(op, inputs, outputs,
+                                name=self.view.fresh_node_name(f"{base}/{rule.name}"),
+                                domain=domain or None)
+        node.attribute.extend(self._attributes(call, domain, op, env, match))
+        inherit_placement(root, node)
+        if domain:
+            build.domains.add(domain)
+        build.nodes.append(node)
+        return outputs
+
+    def build(self, match: Match) -> _Build:
+        build = _Build()
+        env = _ReplacementEnv(self.view, match, build.defined)
+        for eq in match.rule.rule.replacement:
+            value = eq.value
+            if isinstance(value, A.Call) and value.is_op:
+                outputs = self._build_node(value, eq.outs, build, env, match)
+                for out, name in zip(eq.outs, outputs):
+                    if out.name is not None and name:
+                        build.defined[out.name] = name
+                continue
+            (out,) = eq.outs
+            result = evaluate(value, env)
+            if isinstance(result, Ref):
+                self._alias(out.name, result.name, build, match)
+            elif result is None:
+                raise EvalFailure(f"'{out.name}' would be an absent value")
+            else:
+                name = out.name if out.name in match.rule.replaced else \
+                    self.view.fresh_value_name(f"{match.rule.name}_{out.name}")
+                build.initializers.append(to_tensor(result, name))
+                build.defined[out.name] = name
+        return build
+
+    def _alias(self, target: str, source: str, build: _Build, match: Match) -> None:
+        """``target = source``; a source built by this replacement just takes the name."""
+        produced_here = [n for n in build.nodes if source in n.output]
+        if target in match.rule.replaced and produced_here:
+            node = produced_here[0]
+            node.output[list(node.output).index(source)] = target
+            for other in build.nodes:
+                for i, name in enumerate(other.input):
+                    if name == source:
+                        other.input[i] = target
+            for key, value in build.defined.items():
+                if value == source:
+                    build.defined[key] = target
+            build.defined[target] = target
+            return
+        fresh = [t for t in build.initializers if t.name == source]
+        if target in match.rule.replaced and fresh:
+            fresh[0].name = target
+            build.defined[target] = target
+            return
+        build.aliases.append((target, source))
+        build.defined[target] = source
+
+    # ------------------------------------------------------------------ safety
+    def _deleted_nodes(self, match: Match, build: _Build) -> set[NodeId]:
+        view = self.view
+        matched = set(match.nodes.values())
+        new_values = {o for n in build.nodes for o in n.output} | {t.name for t in build.initializers}
+        referenced = {i for n in build.nodes for i in n.input if i and i not in new_values}
+        referenced |= {source for _, source in build.aliases}
+        kept: set[NodeId] = set()
+        stack = [view.producer(v) for v in referenced]
+        while stack:
+            node_id = stack.pop()
+            if node_id is None or node_id not in matched or node_id in kept:
+                continue
+            kept.add(node_id)
+            stack.extend(view.producer(i) for i in view.node(node_id).input if i)
+        return matched - kept
+
+    def _check(self, match: Match, build: _Build, deleted: set[NodeId]) -> None:
+        view = self.view
+        replaced = match.rule.replaced
+        for node_id in deleted:
+            for value in view.node(node_id).output:
+                if not value or value in replaced:
+                    continue
+                if view.is_graph_output(value):
+                    raise Refused(f"'{value}' is a graph output")
+                outside = [c for c, _ in view.consumers(value) if c not in deleted]
+                if outside:
+                    raise Refused(f"'{value}' is also used by node "
+                                  f"'{view.node(outside[0]).name or outside[0]}'")
+        for value in replaced:
+            producer = view.producer(value)
+            if producer is not None and producer not in deleted:
+                raise Refused(f"'{value}' is replaced but its producer is still needed")
+        renamed: set[str] = set()
+        for target, source in build.aliases:
+            if view.producer(source) in deleted:
+                raise Refused(f"'{source}' would be deleted")
+            if not view.is_graph_output(target):
+                continue
+            if view.is_graph_input(source) or view.is_outer(source):
+                raise Refused(f"graph output '{target}' would become graph input '{source}'")
+            if view.is_graph_output(source):
+                raise Refused(f"graph outputs '{target}' and '{source}' would merge")
+            if source in renamed or not view.has_value(source):
+                raise Refused(f"'{source}' cannot take the name '{target}'")
+            renamed.add(source)
+
+    # ------------------------------------------------------------------- apply
+    def apply(self, match: Match) -> Applied:
+        """Rewrite the graph for ``match``; raises ``Refused`` or ``EvalFailure`` untouched."""
+        view = self.view
+        build = self.build(match)
+        deleted = self._deleted_nodes(match, build)
+        self._check(match, build, deleted)
+
+        root_order = view.order_of(match.root)
+        dead_candidates: list[str] = []
+        for node_id in deleted:
+            dead_candidates.extend(i for i in view.node(node_id).input if i)
+            view.remove_node(node_id)
+        for tensor in build.initializers:
+            view.add_initializer(tensor)
+        for domain in build.domains:
+            self.state.require_domain(domain, 1)  # contrib domains are all at version 1
+        new_ids = [view.add_node(node, (root_order[0], root_order[1] + k + 1))
+                   for k, node in enumerate(build.nodes)]
+        touched: set[NodeId] = set(new_ids)
+        for target, source in build.aliases:
+            if view.is_graph_output(target):
+                touched.update(view.rename_value(source, target))
+                producer = view.producer(target)
+                if producer is not None:
+                    touched.add(producer)
+            else:
+                touched.update(view.replace_uses(target, source))
+                dead_candidates.append(target)
+        for value in match.rule.replaced:
+            touched.update(c for c, _ in view.consumers(value))
+        removed = len(deleted) + view.remove_dead(dead_candidates, touched)
+        for node_id in new_ids:
+            touched.update(view.neighbors(node_id))
+        return Applied(new_ids, {n for n in touched if view.has_node(n)}, removed)

@@ -1,0 +1,170 @@
+"""Run a level's rules (and built-in passes) to a bounded fixpoint.
+
+A worklist of nodes: each node is tried only against the rules whose root op is its op
+(bigger patterns first, then file order).  After a rewrite only the nodes within the
+largest pattern's radius of the change are revisited.  Built-in passes run between rounds
+until nothing changes.  Past the bound the pack is reported as oscillating, naming the rules
+that kept firing.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from ..dsl.ast import Pack
+from ..dsl.schemas import normalize_domain
+from ..errors import FixpointError
+from ..expr.values import EvalFailure
+from ..graph.model import ModelState
+from ..graph.view import GraphView, NodeId
+from ..match.matcher import Matcher
+from ..match.plan import CompiledRule, compile_rule
+from .apply import Refused, Rewriter
+
+MAX_ROUNDS = 16
+MAX_REFUSALS_PER_ROOT = 16
+
+
+@dataclass
+class LevelStats:
+    """What running one level did."""
+
+    applied: Counter = field(default_factory=Counter)    # rule -> rewrites
+    refused: Counter = field(default_factory=Counter)    # rule -> matches refused by a guarantee
+    builtins: Counter = field(default_factory=Counter)   # builtin -> nodes removed
+    match_seconds: float = 0.0
+    rewrite_seconds: float = 0.0
+    builtin_seconds: float = 0.0
+
+
+_COMPILED: dict[int, CompiledRule] = {}
+
+
+def compiled(rule) -> CompiledRule:
+    """Compile a rule once per process (rules are immutable)."""
+    key = id(rule)
+    entry = _COMPILED.get(key)
+    if entry is None or entry.rule is not rule:
+        entry = compile_rule(rule)
+        _COMPILED[key] = entry
+    return entry
+
+
+class LevelRunner:
+    """Applies every rule of a level's packs until none matches."""
+
+    def __init__(self, state: ModelState, packs: Iterable[Pack], name: str,
+                 max_rewrites: int | None = None,
+                 accept: Callable[[CompiledRule, object], bool] | None = None) -> None:
+        self.state = state
+        self.packs = list(packs)
+        self.name = name
+        self.rules = [compiled(r) for p in self.packs for r in p.rules]
+        self.by_op: dict[tuple[str, str], list[CompiledRule]] = {}
+        for position, rule in sorted(enumerate(self.rules), key=lambda pr: (-pr[1].rule.benefit, pr[0])):
+            for key in rule.root_ops:
+                self.by_op.setdefault(key, []).append(rule)
+        self.radius = max((r.radius for r in self.rules), default=0) + 1
+        self.builtins = list(dict.fromkeys(b for p in self.packs for b in p.builtins))
+        self.max_rewrites = max_rewrites
+        self.accept = accept  # extra veto on a match (used by partition-aware levels)
+        self.stats = LevelStats()
+
+    def run(self) -> LevelStats:
+        from ..passes import BUILTINS
+
+        view = self.state.view
+        bound = self.max_rewrites or (10 * len(view) + 1000)
+        total = 0
+        recent: deque[str] = deque(maxlen=200)
+        for round_index in range(MAX_ROUNDS):
+            start = time.perf_counter()
+            folded = 0
+            for name in self.builtins:
+                removed = BUILTINS[name](self.state)
+                self.stats.builtins[name] += removed
+                folded += removed
+            self.stats.builtin_seconds += time.perf_counter() - start
+            if round_index > 0 and folded == 0:
+                break
+            applied = self._rules_to_fixpoint(view, bound - total, recent)
+            total += applied
+            if applied == 0 and round_index > 0:
+                break
+            if not self.builtins:
+                break
+        return self.stats
+
+    # ------------------------------------------------------------------- worklist
+    def _rules_to_fixpoint(self, view: GraphView, budget: int, recent: deque) -> int:
+        if not self.by_op:
+            return 0
+        ordered = sorted(view.node_ids(), key=view.order_of)
+        queue: deque[NodeId] = deque(ordered)
+        queued = set(ordered)
+        matcher = Matcher(view)
+        rewriter = Rewriter(self.state)
+        applied = 0
+        while queue:
+            node_id = queue.popleft()
+            queued.discard(node_id)
+            if not view.has_node(node_id):
+                continue
+            proto = view.node(node_id)
+            candidates = self.by_op.get((normalize_domain(proto.domain), proto.op_type))
+            if not candidates:
+                continue
+            for rule in candidates:
+                result = self._try(rule, node_id, matcher, rewriter)
+                if result is None:
+                    continue
+                applied += 1
+                recent.append(rule.name)
+                if applied > budget:
+                    raise FixpointError(self.name, applied - 1, Counter(recent))
+                for neighbor in self._neighborhood(view, result.touched | set(result.new_nodes)):
+                    if neighbor not in queued:
+                        queued.add(neighbor)
+                        queue.append(neighbor)
+                break
+        return applied
+
+    def _try(self, rule: CompiledRule, node_id: NodeId, matcher: Matcher, rewriter: Rewriter):
+        refusals = 0
+        start = time.perf_counter()
+        for match in matcher.matches(rule, node_id):
+            self.stats.match_seconds += time.perf_counter() - start
+            if self.accept is not None and not self.accept(rule, match):
+                start = time.perf_counter()
+                continue
+            begin = time.perf_counter()
+            try:
+                result = rewriter.apply(match)
+            except (Refused, EvalFailure):
+                self.stats.refused[rule.name] += 1
+                refusals += 1
+                self.stats.rewrite_seconds += time.perf_counter() - begin
+                if refusals >= MAX_REFUSALS_PER_ROOT:
+                    return None
+                start = time.perf_counter()
+                continue
+            self.stats.rewrite_seconds += time.perf_counter() - begin
+            self.stats.applied[rule.name] += 1
+            return result
+        self.stats.match_seconds += time.perf_counter() - start
+        return None
+
+    def _neighborhood(self, view: GraphView, seeds: set[NodeId]) -> list[NodeId]:
+        seen = {n for n in seeds if view.has_node(n)}
+        frontier = list(seen)
+        for _ in range(self.radius):
+            nxt = []
+            for node_id in frontier:
+                for other in view.neighbors(node_id):
+                    if other not in seen:
+                        seen.add(other)
+                        nxt.append(other)
+            frontier = nxt
+        return sorted(seen, key=view.order_of)
