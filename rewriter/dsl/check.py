@@ -15,7 +15,7 @@ from ..errors import Position, RuleError
 from ..expr.dtypes import DTYPES
 from ..expr.functions import CONSTANTS, FUNCTIONS
 from . import ast as A
-from .schemas import OpInfo, find_schema, known_domains, normalize_domain
+from .schemas import OpInfo, known_domains, normalize_domain, onnx_op_names, op_signature
 
 KNOWN_BUILTINS = ("constant_folding",)
 
@@ -39,7 +39,7 @@ class _Checker:
     # ------------------------------------------------------------------ ops
     def op_info(self, domain: str, op: str, pos: Position) -> OpInfo | None:
         domain = normalize_domain(domain)
-        info = find_schema(domain, op)
+        info = op_signature(domain, op)
         if info is not None:
             return info
         if domain in self.custom_domains:
@@ -49,10 +49,7 @@ class _Checker:
                        f"custom ops)", pos)
             return None
         hint = ""
-        from onnx import defs
-        names = sorted({s.name for s in defs.get_all_schemas_with_history()
-                        if normalize_domain(s.domain) == domain})
-        close = difflib.get_close_matches(op, names, n=1)
+        close = difflib.get_close_matches(op, onnx_op_names(domain), n=1)
         if close:
             hint = f"; did you mean {close[0]}?"
         qualified = f"{domain}.{op}" if domain else op
@@ -145,7 +142,7 @@ class _Checker:
         # attribute captures come after all tensor names are known (unification)
         for eq in rule.equations:
             for alt in eq.alternatives:
-                info = find_schema(alt.domain, alt.op)
+                info = op_signature(alt.domain, alt.op)
                 for attr in alt.attrs:
                     self.check_attr_name(info, attr.name, alt.op, attr.pos)
                     if isinstance(attr.value, A.Name) and attr.value.id not in scope.tensors \

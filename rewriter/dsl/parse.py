@@ -27,7 +27,9 @@ _TOKEN_NAMES = {
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    # cache=True keeps the LALR tables in the temp dir, keyed by a hash of the grammar
+    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=True,
+                cache=True)
 
 
 def _pos(meta_or_token) -> Position:

@@ -105,6 +105,42 @@ def find_schema(domain: str, op: str, version: int | None = None) -> OpInfo | No
     return eligible[-1] if eligible else versions[0]
 
 
+@lru_cache(maxsize=1)
+def _onnx_schema_history() -> dict[tuple[str, str], list]:
+    table: dict[tuple[str, str], list] = {}
+    for schema in onnx.defs.get_all_schemas_with_history():
+        table.setdefault((normalize_domain(schema.domain), schema.name), []).append(schema)
+    return table
+
+
+def onnx_op_names(domain: str) -> list[str]:
+    """Every op name ONNX knows in a domain (for "did you mean" hints)."""
+    domain = normalize_domain(domain)
+    return sorted({name for d, name in _onnx_schema_history() if d == domain})
+
+
+@lru_cache(maxsize=4096)
+def op_signature(domain: str, op: str) -> OpInfo | None:
+    """The union of every version of an op: loosest arity, every attribute any version has.
+
+    Rules may target several opsets at once (``Slice`` with attributes before opset 10,
+    with inputs after), so static checks accept what any version accepts."""
+    domain = normalize_domain(domain)
+    if domain in ("", "ai.onnx.ml", "ai.onnx.preview.training"):
+        versions = [_from_onnx(s) for s in _onnx_schema_history().get((domain, op), [])]
+    else:
+        versions = list(_ort_schemas().get((domain, op), []))
+    if not versions:
+        return None
+    attributes: dict = {}
+    for info in sorted(versions, key=lambda v: v.since_version):
+        attributes.update(info.attributes)
+    latest = max(versions, key=lambda v: v.since_version)
+    return OpInfo(domain, op, latest.since_version, min(v.min_inputs for v in versions),
+                  max(v.max_inputs for v in versions), min(v.min_outputs for v in versions),
+                  max(v.max_outputs for v in versions), attributes, latest.commutative)
+
+
 def known_domains() -> set[str]:
     return {"", "ai.onnx.ml"} | {d for d, _ in _ort_schemas()}
 

@@ -158,6 +158,12 @@ class Rewriter:
                                                   attribute_type(domain, op, version, item.name))
         return list(attrs.values())
 
+    def _output_name(self, name: str, match: Match) -> str:
+        """A replaced pattern value keeps its graph name; anything else gets a fresh one."""
+        if name in match.rule.replaced:
+            return match.values[name]
+        return self.view.fresh_value_name(f"{match.rule.name}_{name.lstrip('$')}")
+
     def _build_node(self, call: A.Call, outs: tuple[A.Out, ...] | None, build: _Build,
                     env: _ReplacementEnv, match: Match) -> list[str]:
         domain, op = A.split_op_name(call.func)
@@ -170,12 +176,7 @@ class Rewriter:
         rule = match.rule
         outputs: list[str] = []
         for out in outs if outs is not None else (A.Out("t", False, call.pos),):
-            if out.name is None:
-                outputs.append("")
-            elif outs is not None and out.name in rule.replaced:
-                outputs.append(out.name)
-            else:
-                outputs.append(self.view.fresh_value_name(f"{rule.name}_{out.name.lstrip('$')}"))
+            outputs.append("" if out.name is None else self._output_name(out.name, match))
         while outputs and not outputs[-1]:
             outputs.pop()
         root = self.view.node(match.root)
@@ -208,34 +209,34 @@ class Rewriter:
             elif result is None:
                 raise EvalFailure(f"'{out.name}' would be an absent value")
             else:
-                name = out.name if out.name in match.rule.replaced else \
-                    self.view.fresh_value_name(f"{match.rule.name}_{out.name}")
+                name = self._output_name(out.name, match)
                 build.initializers.append(to_tensor(result, name))
                 build.defined[out.name] = name
         return build
 
-    def _alias(self, target: str, source: str, build: _Build, match: Match) -> None:
-        """``target = source``; a source built by this replacement just takes the name."""
+    def _alias(self, name: str, source: str, build: _Build, match: Match) -> None:
+        """``name = source``; a source built by this replacement just takes the name."""
+        if name not in match.rule.replaced:  # a new name for an existing value
+            build.defined[name] = source
+            return
+        target = match.values[name]
         produced_here = [n for n in build.nodes if source in n.output]
-        if target in match.rule.replaced and produced_here:
-            node = produced_here[0]
-            node.output[list(node.output).index(source)] = target
-            for other in build.nodes:
-                for i, name in enumerate(other.input):
-                    if name == source:
-                        other.input[i] = target
+        fresh = [t for t in build.initializers if t.name == source]
+        if produced_here or fresh:
+            for node in produced_here:
+                node.output[list(node.output).index(source)] = target
+            for tensor in fresh:
+                tensor.name = target
+            for node in build.nodes:
+                for i, value in enumerate(node.input):
+                    if value == source:
+                        node.input[i] = target
             for key, value in build.defined.items():
                 if value == source:
                     build.defined[key] = target
-            build.defined[target] = target
-            return
-        fresh = [t for t in build.initializers if t.name == source]
-        if target in match.rule.replaced and fresh:
-            fresh[0].name = target
-            build.defined[target] = target
-            return
-        build.aliases.append((target, source))
-        build.defined[target] = source
+        else:
+            build.aliases.append((target, source))
+        build.defined[name] = target if (produced_here or fresh) else source
 
     # ------------------------------------------------------------------ safety
     def _deleted_nodes(self, match: Match, build: _Build) -> set[NodeId]:
@@ -256,7 +257,7 @@ class Rewriter:
 
     def _check(self, match: Match, build: _Build, deleted: set[NodeId]) -> None:
         view = self.view
-        replaced = match.rule.replaced
+        replaced = {match.values[name] for name in match.rule.replaced}
         for node_id in deleted:
             for value in view.node(node_id).output:
                 if not value or value in replaced:
@@ -314,8 +315,8 @@ class Rewriter:
             else:
                 touched.update(view.replace_uses(target, source))
                 dead_candidates.append(target)
-        for value in match.rule.replaced:
-            touched.update(c for c, _ in view.consumers(value))
+        for name in match.rule.replaced:
+            touched.update(c for c, _ in view.consumers(match.values[name]))
         removed = len(deleted) + view.remove_dead(dead_candidates, touched)
         for node_id in new_ids:
             touched.update(view.neighbors(node_id))

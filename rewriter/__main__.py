@@ -1,0 +1,4 @@
+"""python -m rewriter"""
+from .cli import main
+
+main()

@@ -1,0 +1,156 @@
+"""The ``rewriter`` command line.  Errors are rendered here, once: one line, exit code 2.
+
+    rewriter optimize IN.onnx -o OUT.onnx --level basic [--rules FILE ...]
+    rewriter check FILE.rules ...
+    rewriter rules [--level LEVEL]
+"""
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from .errors import RewriterError, RuleError
+
+EXIT_USAGE = 2
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+def _fail(error: RewriterError) -> None:
+    err.print(f"error: {error.render()}", markup=False, soft_wrap=True)
+    sys.exit(EXIT_USAGE)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="rewriter")
+def cli() -> None:
+    """ONNX graph optimizations written as text rules."""
+
+
+@cli.command()
+@click.argument("model", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="Where to write the optimized model (written atomically).")
+@click.option("--level", default="basic", show_default=True,
+              help="basic, extended, layout, all, or 0-4: runs every pack up to it.")
+@click.option("--rules", "rule_files", multiple=True, type=click.Path(path_type=Path),
+              help="Extra .rules pack(s) to run with the bundled ones (repeatable).")
+@click.option("--no-bundled", is_flag=True, help="Run only the --rules packs.")
+@click.option("--max-rewrites", type=int, default=None,
+              help="Bound on rewrites per level before reporting a pack that never settles.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+def optimize(model: Path, output: Path, level: str, rule_files: tuple[Path, ...],
+             no_bundled: bool, max_rewrites: int | None, quiet: bool) -> None:
+    """Optimize MODEL with the rule packs up to --level and write it to -o."""
+    from .graph.model_io import save_model
+    from .pipeline import optimize as run_optimize
+
+    try:
+        result = run_optimize(model, level=level, rules=list(rule_files), bundled=not no_bundled,
+                              max_rewrites=max_rewrites)
+        save_model(result.model, output)
+    except RewriterError as error:
+        _fail(error)
+    if not quiet:
+        _print_report(result.report, model, output)
+
+
+def _print_report(report, model: Path, output: Path) -> None:
+    table = Table(title=f"{model} -> {output}", title_justify="left")
+    table.add_column("rule")
+    table.add_column("level", justify="right")
+    table.add_column("applied", justify="right")
+    table.add_column("refused", justify="right")
+    for count in report.rules:
+        if count.applied or count.refused:
+            table.add_row(count.rule, str(count.level), str(count.applied), str(count.refused))
+    for name, removed in report.builtins.items():
+        if removed:
+            table.add_row(f"\\[builtin] {name}", "", f"{removed} nodes", "")
+    if table.row_count:
+        out.print(table)
+    else:
+        out.print("no rule applied")
+    phases = ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in report.seconds.items())
+    out.print(f"nodes: {report.nodes_before} -> {report.nodes_after}   "
+              f"time: {report.total_seconds * 1000:.1f} ms ({phases})", soft_wrap=True)
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+def check(files: tuple[Path, ...]) -> None:
+    """Parse and type-check .rules files; every error as file:line:col: message."""
+    from .dsl import check_pack, parse_pack_file
+    from .dsl.parse import _snippet
+
+    failed = False
+    for path in files:
+        try:
+            pack = parse_pack_file(path)
+        except RuleError as error:
+            err.print(error.render(), markup=False, soft_wrap=True)
+            failed = True
+            continue
+        errors = check_pack(pack)
+        if errors:
+            text = path.read_text(encoding="utf-8")
+            for error in errors:
+                error.snippet = _snippet(text, error.line, error.column)
+                err.print(error.render(), markup=False, soft_wrap=True)
+            failed = True
+        else:
+            out.print(f"{path}: ok, pack '{pack.name}' level {pack.level}, "
+                      f"{len(pack.rules)} rules")
+    if failed:
+        sys.exit(EXIT_USAGE)
+
+
+@cli.command(name="rules")
+@click.option("--level", default="all", show_default=True, help="Show packs up to this level.")
+def list_rules(level: str) -> None:
+    """List the bundled rule packs and their rules."""
+    from .pipeline import LEVEL_LABELS, bundled_packs, parse_level
+
+    try:
+        limit = parse_level(level)
+        packs = [p for p in bundled_packs() if p.level <= limit]
+    except RewriterError as error:
+        _fail(error)
+    for pack in packs:
+        out.print(f"[bold]{pack.name}[/bold] (level {pack.level}, {LEVEL_LABELS[pack.level]})"
+                  f"  {pack.file}")
+        for builtin in pack.builtins:
+            out.print(f"  builtin {builtin}")
+        for rule in pack.rules:
+            out.print(f"  {rule.name}")
+
+
+def main() -> None:
+    """Entry point: any error a user can cause exits 2 with one line; bugs exit 1."""
+    try:
+        cli(standalone_mode=True)
+    except RewriterError as error:  # pragma: no cover - commands catch their own
+        _fail(error)
+    except Exception as error:  # an engine bug: say so briefly; details on demand
+        err.print(f"internal error: {error.__class__.__name__}: {error}", markup=False,
+                  soft_wrap=True)
+        err.print("please report this with the model and rules that caused it; set "
+                  "REWRITER_DEBUG=1 for a traceback", markup=False)
+        if _debug():
+            traceback.print_exc()
+        sys.exit(1)
+
+
+def _debug() -> bool:
+    import os
+    return bool(os.environ.get("REWRITER_DEBUG"))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
