@@ -76,10 +76,10 @@ def assert_same_outputs(before: onnx.ModelProto, after: onnx.ModelProto, atol: f
             np.testing.assert_allclose(a, b, atol=atol, rtol=1e-5)
 
 
-def optimize_with(m: onnx.ModelProto, rules_text: str, level="all"):
+def optimize_with(m: onnx.ModelProto, rules_text: str, level="all", **options):
     """Optimize with one pack given as text (and no bundled pack)."""
     pack = rewriter.load_pack_text(rules_text, "<test>")
-    return rewriter.optimize(m, level=level, rules=[pack], bundled=False)
+    return rewriter.optimize(m, level=level, rules=[pack], bundled=False, **options)
 
 
 def optimize_basic(m: onnx.ModelProto):

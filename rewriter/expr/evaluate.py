@@ -156,7 +156,9 @@ def _eval(expr: A.Expr, env: Env) -> object:
             return all(truth(_eval(v, env)) for v in expr.values)
         return any(truth(_eval(v, env)) for v in expr.values)
     if isinstance(expr, A.Index):
-        obj = materialize(env.graph, _eval(expr.obj, env))
+        obj = _eval(expr.obj, env)
+        if not isinstance(obj, list):  # a list (of values, say *rest) is indexed as is
+            obj = materialize(env.graph, obj)
         if isinstance(expr.index, A.Slice):
             lower = None if expr.index.lower is None else int(_eval(expr.index.lower, env))
             upper = None if expr.index.upper is None else int(_eval(expr.index.upper, env))

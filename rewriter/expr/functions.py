@@ -405,13 +405,15 @@ def _min(*xs):
     return result
 
 
-@_value_fn("len", 1, 1)
-def _len(x):
-    """len(x): length of a list or of a tensor's first axis."""
+@_register("len", 1, 1, graph=True)
+def _len(graph: GraphFacts, x):
+    """len(x): length of a list (such as a *rest binding) or of a tensor's first axis."""
     if isinstance(x, (list, tuple, str)):
         return len(x)
-    arr = _array(x)
-    return 1 if arr.ndim == 0 else arr.shape[0]
+    shape = _shape_of(graph, x, "len")
+    if not shape or not isinstance(shape[0], int):
+        raise EvalFailure("len() needs a known first dimension")
+    return shape[0]
 
 
 @_value_fn("size", 1, 1)

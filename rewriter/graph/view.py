@@ -227,7 +227,8 @@ class GraphView:
                 if data["value"] == old:
                     self.nx.remove_edge(producer, consumer, key=key)
         elif producer[0] == "init":
-            tensor = self.initializers.pop(old)
+            tensor = TensorProto()  # initializers are shared with the caller's model: copy
+            tensor.CopyFrom(self.initializers.pop(old))
             tensor.name = new
             self.initializers[new] = tensor
             self.nx.remove_node(producer)
