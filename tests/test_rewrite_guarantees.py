@@ -191,3 +191,22 @@ def test_value_read_inside_a_subgraph_keeps_its_producer():
     result = optimize_with(before, FUSE)
     assert result.report.applied("NegRelu") == 0
     assert_same_outputs(before, result.model)
+
+
+def test_replacement_invalid_for_the_models_opset_is_refused():
+    # standard Gelu exists from opset 20 on; a model at opset 17 must keep its Relu
+    rules = HEADER + "rule R { y = Relu(x) => y = Gelu(x) }"
+    before = model([helper.make_node("Relu", ["x"], ["y"])], [tensor("x", shape=[4])], [tensor("y", shape=[4])])
+    result = optimize_with(before, rules)
+    assert ops(result.model) == {"Relu": 1} and result.report.rules[0].refused == 1
+    newer = model([helper.make_node("Relu", ["x"], ["y"])], [tensor("x", shape=[4])], [tensor("y", shape=[4])],
+                  opset=20)
+    assert ops(optimize_with(newer, rules).model) == {"Gelu": 1}
+
+
+def test_replacement_with_wrong_arity_for_the_opset_is_refused():
+    # Clip bounds are attributes before opset 11: an input-form replacement must not apply
+    rules = HEADER + "rule R { y = Relu(x) => y = Clip(x, 0.0) }"
+    before = model([helper.make_node("Relu", ["x"], ["y"])], [tensor("x", shape=[4])], [tensor("y", shape=[4])],
+                   opset=10)
+    assert ops(optimize_with(before, rules).model) == {"Relu": 1}

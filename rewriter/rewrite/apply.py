@@ -19,7 +19,7 @@ import numpy as np
 from onnx import AttributeProto, NodeProto, TensorProto, helper, numpy_helper
 
 from ..dsl import ast as A
-from ..dsl.schemas import attribute_type, normalize_domain
+from ..dsl.schemas import attribute_type, find_schema, known_domains, normalize_domain
 from ..expr.evaluate import evaluate
 from ..expr.values import EvalFailure, Ref
 from ..graph.model import ModelState
@@ -185,11 +185,32 @@ class Rewriter:
                                 name=self.view.fresh_node_name(f"{base}/{rule.name}"),
                                 domain=domain or None)
         node.attribute.extend(self._attributes(call, domain, op, env, match))
+        self._validate(node, domain)
         inherit_placement(root, node)
         if domain:
             build.domains.add(domain)
         build.nodes.append(node)
         return outputs
+
+    def _validate(self, node: NodeProto, domain: str) -> None:
+        """Refuse a node the model's opset does not define as built (arity, attributes)."""
+        version = self.view.opset(domain)
+        info = find_schema(domain, node.op_type, version)
+        if info is None:
+            if domain == "" or domain in known_domains():
+                raise Refused(f"{node.op_type} does not exist at opset {version} of '{domain}'")
+            return  # a custom domain the pack declared: nothing to check against
+        if domain == "" and version is not None and info.since_version > version:
+            raise Refused(f"{node.op_type} does not exist at opset {version}")
+        n_inputs = len(node.input)
+        if not info.min_inputs <= n_inputs <= info.max_inputs:
+            raise Refused(f"{node.op_type}-{info.since_version} takes {info.min_inputs}.."
+                          f"{info.max_inputs} inputs, the replacement gives {n_inputs}")
+        if len(node.output) > info.max_outputs:
+            raise Refused(f"{node.op_type}-{info.since_version} has at most {info.max_outputs} outputs")
+        unknown = [a.name for a in node.attribute if a.name not in info.attributes]
+        if unknown:
+            raise Refused(f"{node.op_type}-{info.since_version} has no attribute {unknown[0]}")
 
     def build(self, match: Match) -> _Build:
         build = _Build()

@@ -1,0 +1,396 @@
+"""The bundled basic pack, rule by rule: where each must apply and where it must not.
+
+Every positive case is also run in onnxruntime before and after, on random inputs."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from helpers import assert_same_outputs, init, model, ops, optimize_basic, tensor
+
+F = TensorProto.FLOAT
+RNG = np.random.default_rng(42)
+
+
+def rand(*shape, positive=False):
+    values = RNG.standard_normal(shape).astype(np.float32)
+    return np.abs(values) + 0.5 if positive else values
+
+
+def applied(result, rule: str) -> int:
+    return result.report.applied(rule)
+
+
+def check(before: onnx.ModelProto, rule: str, expect: bool, atol: float = 1e-5):
+    result = optimize_basic(before)
+    assert applied(result, rule) == (1 if expect else 0), result.report.rules
+    assert_same_outputs(before, result.model, atol=atol)
+    return result.model
+
+
+def unary(op_nodes, x_shape=(2, 3), y_shape=None, inits=(), opset=17, dtype=F, inputs=None):
+    return model(op_nodes, inputs or [tensor("x", dtype, list(x_shape))],
+                 [tensor("y", dtype, list(y_shape or x_shape))], inits, opset=opset)
+
+
+def tail(op_node):
+    """op_node writes 't'; a Neg after it keeps the graph output away from the graph input."""
+    return [op_node, helper.make_node("Neg", ["t"], ["y"])]
+
+
+# ---------------------------------------------------------------------- eliminations
+
+def test_identity_elimination():
+    after = check(unary(tail(helper.make_node("Identity", ["x"], ["t"]))), "IdentityElimination", True)
+    assert ops(after) == {"Neg": 1}
+
+
+def test_dropout_elimination_in_inference():
+    after = check(unary(tail(helper.make_node("Dropout", ["x", "ratio"], ["t"])),
+                        inits=[init("ratio", np.float32(0.3))]), "DropoutElimination", True)
+    assert ops(after) == {"Neg": 1}
+
+
+def test_dropout_kept_in_training_mode():
+    m = unary(tail(helper.make_node("Dropout", ["x", "ratio", "training"], ["t"])),
+              inits=[init("ratio", np.float32(0.0)), init("training", np.bool_(True))])
+    assert applied(optimize_basic(m), "DropoutElimination") == 0
+
+
+def test_dropout_kept_when_its_mask_is_used():
+    m = model([helper.make_node("Dropout", ["x"], ["t", "mask"]), helper.make_node("Neg", ["t"], ["y"])],
+              [tensor("x", F, [2, 3])], [tensor("y", F, [2, 3]), tensor("mask", TensorProto.BOOL, [2, 3])])
+    result = optimize_basic(m)
+    assert applied(result, "DropoutElimination") == 0 and "Dropout" in ops(result.model)
+
+
+def slice_model(starts, ends, axes=None, steps=None, shape=(4, 5)):
+    names, inits = ["x", "starts", "ends"], [init("starts", np.array(starts, np.int64)),
+                                              init("ends", np.array(ends, np.int64))]
+    for name, value in (("axes", axes), ("steps", steps)):
+        if value is not None:
+            names.append(name)
+            inits.append(init(name, np.array(value, np.int64)))
+    index = [slice(None)] * len(shape)
+    for i, axis in enumerate(axes if axes is not None else range(len(starts))):
+        index[axis] = slice(starts[i], min(ends[i], 2**62), None if steps is None else steps[i])
+    out_shape = list(np.empty(shape)[tuple(index)].shape)
+    return model(tail(helper.make_node("Slice", names, ["t"])), [tensor("x", F, list(shape))],
+                 [tensor("y", F, out_shape)], inits)
+
+
+@pytest.mark.parametrize("starts, ends, axes, steps", [
+    ([0], [np.iinfo(np.int64).max], [1], None),
+    ([0, 0], [4, 5], [0, 1], [1, 1]),
+    ([0], [100], [-1], None),
+])
+def test_slice_elimination_when_it_keeps_everything(starts, ends, axes, steps):
+    check(slice_model(starts, ends, axes, steps), "SliceElimination", True)
+
+
+@pytest.mark.parametrize("starts, ends, axes, steps", [
+    ([1], [5], [1], None),          # drops the first column
+    ([0], [4], [1], None),          # drops the last column
+    ([0], [100], [1], [2]),         # strided
+])
+def test_slice_elimination_refuses_real_slices(starts, ends, axes, steps):
+    check(slice_model(starts, ends, axes, steps), "SliceElimination", False)
+
+
+def test_slice_attribute_form_before_opset_10():
+    m = model(tail(helper.make_node("Slice", ["x"], ["t"], starts=[0], ends=[2**31 - 1], axes=[0])),
+              [tensor("x", F, [3, 2])], [tensor("y", F, [3, 2])], opset=9)
+    check(m, "SliceAttributeElimination", True)
+
+
+def test_unsqueeze_of_constant_becomes_a_constant():
+    m = model([helper.make_node("Unsqueeze", ["c", "axes"], ["u"]), helper.make_node("Add", ["x", "u"], ["y"])],
+              [tensor("x", F, [2, 1, 3])], [tensor("y", F, [2, 1, 3])],
+              [init("c", rand(2, 3)), init("axes", np.array([1], np.int64))])
+    result = optimize_basic(m)
+    assert ops(result.model) == {"Add": 1}
+    assert_same_outputs(m, result.model)
+
+
+def test_unsqueeze_attribute_form_before_opset_13():
+    m = model([helper.make_node("Unsqueeze", ["c"], ["u"], axes=[0]), helper.make_node("Add", ["x", "u"], ["y"])],
+              [tensor("x", F, [2, 3])], [tensor("y", F, [2, 3])], [init("c", rand(3))], opset=11)
+    result = optimize_basic(m)
+    assert ops(result.model) == {"Add": 1}
+    assert_same_outputs(m, result.model)
+
+
+def expand_model(shape_value, x_shape=(2, 3), y_shape=None):
+    return model(tail(helper.make_node("Expand", ["x", "s"], ["t"])), [tensor("x", F, list(x_shape))],
+                 [tensor("y", F, list(y_shape or x_shape))], [init("s", np.array(shape_value, np.int64))])
+
+
+@pytest.mark.parametrize("shape_value", [[2, 3], [1, 3], [1], [3]])
+def test_expand_elimination_when_shape_is_unchanged(shape_value):
+    check(expand_model(shape_value), "ExpandElimination", True)
+
+
+@pytest.mark.parametrize("shape_value, y_shape", [([4, 2, 3], [4, 2, 3]), ([1, 2, 3], [1, 2, 3])])
+def test_expand_kept_when_it_broadcasts(shape_value, y_shape):
+    check(expand_model(shape_value, y_shape=y_shape), "ExpandElimination", False)
+
+
+def test_cast_elimination_to_the_same_type():
+    check(unary(tail(helper.make_node("Cast", ["x"], ["t"], to=F))), "CastElimination", True)
+
+
+def test_cast_kept_when_it_converts():
+    m = model(tail(helper.make_node("Cast", ["x"], ["t"], to=TensorProto.INT64)),
+              [tensor("x", F, [2, 3])], [tensor("y", TensorProto.INT64, [2, 3])])
+    check(m, "CastElimination", False)
+
+
+@pytest.mark.parametrize("op, value, rule", [
+    ("Add", 0.0, "AddZeroElimination"), ("Sub", 0.0, "SubZeroElimination"),
+    ("Mul", 1.0, "MulOneElimination"), ("Div", 1.0, "DivOneElimination"),
+])
+def test_noop_arithmetic_elimination(op, value, rule):
+    m = unary(tail(helper.make_node(op, ["x", "c"], ["t"])), inits=[init("c", np.float32(value))])
+    after = check(m, rule, True)
+    assert ops(after) == {"Neg": 1}
+
+
+def test_noop_elimination_with_constant_on_the_left():
+    m = unary(tail(helper.make_node("Add", ["c", "x"], ["t"])), inits=[init("c", np.zeros([1], np.float32))])
+    check(m, "AddZeroElimination", True)
+
+
+@pytest.mark.parametrize("op, inputs, value, shape", [
+    ("Sub", ["c", "x"], 0.0, []),             # 0 - x is not x
+    ("Div", ["c", "x"], 1.0, []),             # 1 / x is not x
+    ("Add", ["x", "c"], 0.0, [1, 1, 1]),      # broadcasting raises the rank
+    ("Mul", ["x", "c"], 2.0, []),             # not the unit
+])
+def test_noop_elimination_refuses(op, inputs, value, shape):
+    c = np.full(shape, value, np.float32)
+    y_shape = [1, 2, 3] if shape == [1, 1, 1] else [2, 3]
+    m = model(tail(helper.make_node(op, inputs, ["t"])), [tensor("x", F, [2, 3])], [tensor("y", F, y_shape)],
+              [init("c", c)])
+    result = optimize_basic(m)
+    assert op in ops(result.model)
+    assert_same_outputs(m, result.model)
+
+
+# ------------------------------------------------------------------------- fusions
+
+def conv_model(tail_nodes, with_bias=True, out="y", inits=(), channels=4):
+    conv_inputs = ["x", "W", "B"] if with_bias else ["x", "W"]
+    nodes = [helper.make_node("Conv", conv_inputs, ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3])] + tail_nodes
+    weights = [init("W", rand(channels, 3, 3, 3))] + ([init("B", rand(channels))] if with_bias else [])
+    return model(nodes, [tensor("x", F, [1, 3, 8, 8])], [tensor(out, F, [1, channels, 8, 8])],
+                 weights + list(inits))
+
+
+@pytest.mark.parametrize("b_shape", [[4, 1, 1], [1, 4, 1, 1], [1], []])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_conv_add_fusion(b_shape, with_bias):
+    m = conv_model([helper.make_node("Add", ["c", "b"], ["y"])], with_bias,
+                   inits=[init("b", rand(*b_shape) if b_shape != [1] else rand(1))])
+    after = check(m, "ConvAddFusion", True)
+    assert ops(after) == {"Conv": 1}
+
+
+@pytest.mark.parametrize("b_shape", [[1, 4, 8, 1], [4, 8, 8], [1, 1, 4, 1, 1]])
+def test_conv_add_fusion_refuses_non_per_channel_bias(b_shape):
+    out_shape = list(np.broadcast_shapes((1, 4, 8, 8), tuple(b_shape)))
+    m = conv_model([helper.make_node("Add", ["c", "b"], ["y"])], inits=[init("b", rand(*b_shape))])
+    m.graph.output[0].CopyFrom(tensor("y", F, out_shape))
+    check(m, "ConvAddFusion", False)
+
+
+def test_conv_add_fusion_refuses_a_non_constant_addend():
+    m = conv_model([helper.make_node("Add", ["c", "b"], ["y"])])
+    m.graph.input.append(tensor("b", F, [4, 1, 1]))
+    check(m, "ConvAddFusion", False)
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_conv_mul_fusion(with_bias):
+    m = conv_model([helper.make_node("Mul", ["s", "c"], ["y"])], with_bias, inits=[init("s", rand(4, 1, 1))])
+    after = check(m, "ConvMulFusion", True, atol=1e-4)
+    assert ops(after) == {"Conv": 1}
+
+
+def test_conv_mul_fusion_refuses_spatial_scale():
+    m = conv_model([helper.make_node("Mul", ["c", "s"], ["y"])], inits=[init("s", rand(1, 1, 8, 8))])
+    check(m, "ConvMulFusion", False)
+
+
+def bn(inputs_prefix="", eps=1e-3, channels=4, **attrs):
+    node = helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["y"], epsilon=eps, **attrs)
+    inits = [init("scale", rand(channels)), init("bias", rand(channels)), init("mean", rand(channels)),
+             init("var", rand(channels, positive=True))]
+    return node, inits
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_conv_batchnorm_fusion(with_bias):
+    node, inits = bn(eps=1e-2)
+    after = check(conv_model([node], with_bias, inits=inits), "ConvBatchNormFusion", True, atol=1e-4)
+    assert ops(after) == {"Conv": 1}
+
+
+def test_conv_batchnorm_fusion_uses_epsilon():
+    # a large epsilon makes forgetting it visible; the fused model must still agree
+    node, inits = bn(eps=10.0)
+    check(conv_model([node], inits=inits), "ConvBatchNormFusion", True, atol=1e-4)
+
+
+def test_conv_batchnorm_fusion_refuses_non_constant_statistics():
+    node, inits = bn()
+    m = conv_model([node], inits=[i for i in inits if i.name != "mean"])
+    m.graph.input.append(tensor("mean", F, [4]))
+    check(m, "ConvBatchNormFusion", False)
+
+
+def test_conv_batchnorm_fusion_in_an_old_opset():
+    node, inits = bn()
+    m = conv_model([node], inits=inits)
+    m.opset_import[0].version = 9
+    check(m, "ConvBatchNormFusion", True, atol=1e-4)
+
+
+def test_matmul_batchnorm_fusion():
+    node = helper.make_node("BatchNormalization", ["m", "scale", "bias", "mean", "var"], ["y"], epsilon=1e-3)
+    m = model([helper.make_node("MatMul", ["x", "W"], ["m"]), node], [tensor("x", F, [5, 3])],
+              [tensor("y", F, [5, 4])],
+              [init("W", rand(3, 4)), init("scale", rand(4)), init("bias", rand(4)), init("mean", rand(4)),
+               init("var", rand(4, positive=True))])
+    after = check(m, "MatMulBatchNormFusion", True, atol=1e-4)
+    assert ops(after) == {"Gemm": 1}
+
+
+def test_matmul_batchnorm_fusion_refuses_batched_matmul():
+    node = helper.make_node("BatchNormalization", ["m", "scale", "bias", "mean", "var"], ["y"], epsilon=1e-3)
+    m = model([helper.make_node("MatMul", ["x", "W"], ["m"]), node], [tensor("x", F, [2, 4, 3])],
+              [tensor("y", F, [2, 4, 4])],
+              [init("W", rand(3, 4)), init("scale", rand(4)), init("bias", rand(4)), init("mean", rand(4)),
+               init("var", rand(4, positive=True))])
+    check(m, "MatMulBatchNormFusion", False)
+
+
+@pytest.mark.parametrize("lo, hi", [(-1.0, 6.0), (0.5, 6.0), (None, 6.0), (-2.0, None)])
+def test_relu_clip_fusion(lo, hi):
+    names = ["r", "" if lo is None else "lo"] + ([] if hi is None else ["hi"])
+    inits = ([] if lo is None else [init("lo", np.float32(lo))]) + ([] if hi is None else [init("hi", np.float32(hi))])
+    m = unary([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Clip", names, ["y"])], inits=inits)
+    after = check(m, "ReluClipFusion", True)
+    assert ops(after) == {"Clip": 1}
+
+
+def test_relu_clip_fusion_with_attribute_bounds():
+    m = unary([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Clip", ["r"], ["y"], min=-1.0, max=6.0)],
+              opset=10)
+    check(m, "ReluClipAttributeFusion", True)
+
+
+def test_relu_clip_fusion_refuses_non_constant_bounds():
+    m = model([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Clip", ["r", "lo"], ["y"])],
+              [tensor("x", F, [2, 3]), tensor("lo", F, [])], [tensor("y", F, [2, 3])])
+    check(m, "ReluClipFusion", False)
+
+
+def test_div_mul_fusion():
+    m = model([helper.make_node("Div", ["one", "x"], ["d"]), helper.make_node("Mul", ["a", "d"], ["y"])],
+              [tensor("x", F, [2, 3]), tensor("a", F, [2, 3])], [tensor("y", F, [2, 3])],
+              [init("one", np.float32(1.0))])
+    after = check(m, "DivMulFusion", True)
+    assert ops(after) == {"Div": 1}
+
+
+def test_div_mul_fusion_refuses_integers():
+    i64 = TensorProto.INT64
+    m = model([helper.make_node("Div", ["one", "x"], ["d"]), helper.make_node("Mul", ["d", "a"], ["y"])],
+              [tensor("x", i64, [2, 3]), tensor("a", i64, [2, 3])], [tensor("y", i64, [2, 3])],
+              [init("one", np.int64(1))])
+    assert applied(optimize_basic(m), "DivMulFusion") == 0
+
+
+def gemm_inputs():
+    return [tensor("a", F, [3, 4]), tensor("b", F, [4, 5])]
+
+
+def test_gemm_transpose_a_fusion():
+    m = model([helper.make_node("Transpose", ["a"], ["at"], perm=[1, 0]),
+               helper.make_node("Gemm", ["at", "b", "c"], ["y"], alpha=0.5)],
+              [tensor("a", F, [4, 3]), tensor("b", F, [4, 5])], [tensor("y", F, [3, 5])], [init("c", rand(5))])
+    after = check(m, "GemmTransposeAFusion", True)
+    assert ops(after) == {"Gemm": 1}
+    assert {a.name: helper.get_attribute_value(a) for a in after.graph.node[0].attribute} == {"alpha": 0.5, "transA": 1}
+
+
+def test_gemm_transpose_b_fusion_flips_an_existing_flag():
+    m = model([helper.make_node("Transpose", ["b"], ["bt"]),
+               helper.make_node("Gemm", ["a", "bt"], ["y"], transB=1)],
+              [tensor("a", F, [3, 4]), tensor("b", F, [4, 5])], [tensor("y", F, [3, 5])])
+    after = check(m, "GemmTransposeBFusion", True)
+    assert ops(after) == {"Gemm": 1}
+
+
+def test_gemm_transpose_output_fusion():
+    m = model([helper.make_node("Gemm", ["a", "b"], ["g"], alpha=2.0),
+               helper.make_node("Transpose", ["g"], ["y"], perm=[1, 0])],
+              gemm_inputs(), [tensor("y", F, [5, 3])])
+    after = check(m, "GemmTransposeOutputFusion", True)
+    assert ops(after) == {"Gemm": 1}
+
+
+def test_gemm_transpose_output_fusion_refuses_when_gemm_has_c():
+    m = model([helper.make_node("Gemm", ["a", "b", "c"], ["g"]),
+               helper.make_node("Transpose", ["g"], ["y"], perm=[1, 0])],
+              gemm_inputs(), [tensor("y", F, [5, 3])], [init("c", rand(5))])
+    check(m, "GemmTransposeOutputFusion", False)
+
+
+def test_not_where_fusion():
+    b = TensorProto.BOOL
+    m = model([helper.make_node("Not", ["cond"], ["n"]), helper.make_node("Where", ["n", "a", "x"], ["y"])],
+              [tensor("cond", b, [2, 3]), tensor("a", F, [2, 3]), tensor("x", F, [2, 3])], [tensor("y", F, [2, 3])])
+    after = check(m, "NotWhereFusion", True)
+    assert ops(after) == {"Where": 1}
+
+
+def test_not_where_fusion_refused_while_the_not_has_other_consumers():
+    b = TensorProto.BOOL
+    m = model([helper.make_node("Not", ["cond"], ["n"]), helper.make_node("Where", ["n", "a", "x"], ["y"]),
+               helper.make_node("Cast", ["n"], ["z"], to=F)],
+              [tensor("cond", b, [2, 3]), tensor("a", F, [2, 3]), tensor("x", F, [2, 3])],
+              [tensor("y", F, [2, 3]), tensor("z", F, [2, 3])])
+    check(m, "NotWhereFusion", False)
+
+
+def test_constant_folding_folds_shape_computations():
+    m = model([helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i"], ["g"], axis=0),
+               helper.make_node("Unsqueeze", ["g", "zero"], ["u"]),
+               helper.make_node("Concat", ["u", "minus1"], ["shape"], axis=0),
+               helper.make_node("Reshape", ["x", "shape"], ["y"])],
+              [tensor("x", F, [2, 3, 4])], [tensor("y", F, [2, 12])],
+              [init("i", np.int64(0)), init("zero", np.array([0], np.int64)), init("minus1", np.array([-1], np.int64))])
+    result = optimize_basic(m)
+    assert ops(result.model) == {"Reshape": 1}
+    assert result.report.builtins["constant_folding"] == 4
+    assert_same_outputs(m, result.model)
+
+
+def test_constant_folding_leaves_symbolic_shapes_alone():
+    m = model([helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["x", "s"], ["y"])],
+              [tensor("x", F, ["N", 3])], [tensor("y", F, ["N", 3])])
+    assert ops(optimize_basic(m).model) == {"Shape": 1, "Reshape": 1}
+
+
+def test_constant_folding_keeps_graph_outputs_and_overridable_initializers():
+    m = model([helper.make_node("Neg", ["w"], ["y"]), helper.make_node("Neg", ["v"], ["z"]),
+               helper.make_node("Neg", ["z"], ["q"])],
+              [tensor("w", F, [2])], [tensor("y", F, [2]), tensor("q", F, [2])],
+              [init("w", rand(2)), init("v", rand(2))])
+    result = optimize_basic(m)
+    # w is also a graph input (a caller may override it): its Neg stays; q is an output: its Neg stays
+    assert ops(result.model) == {"Neg": 2}
+    assert_same_outputs(m, result.model)
