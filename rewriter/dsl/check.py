@@ -17,7 +17,6 @@ from ..expr.functions import CONSTANTS, FUNCTIONS
 from . import ast as A
 from .schemas import OpInfo, known_domains, normalize_domain, onnx_op_names, op_signature
 
-KNOWN_BUILTINS = ("constant_folding",)
 
 
 @dataclass
@@ -214,10 +213,12 @@ class _Checker:
                 self.check_expr(arg, scope)
 
     def check_pack(self) -> list[RuleError]:
+        from ..passes import BUILTINS  # the passes depend on the graph layer; load lazily
+
         seen: dict[str, A.Rule] = {}
         for builtin in self.pack.builtins:
-            if builtin not in KNOWN_BUILTINS:
-                self.error(f"unknown builtin '{builtin}' (known: {', '.join(KNOWN_BUILTINS)})",
+            if builtin not in BUILTINS:
+                self.error(f"unknown builtin '{builtin}' (known: {', '.join(sorted(BUILTINS))})",
                            self.pack.pos)
         if not 0 <= self.pack.level <= 4:
             self.error(f"level {self.pack.level} is not one of 0 (required), 1 (basic), "

@@ -437,18 +437,21 @@ class GraphView:
         return name
 
     # -------------------------------------------------------------------- write back
-    def topological_nodes(self) -> list[NodeProto]:
-        """Nodes in a topological order that keeps the original order where it can."""
+    def topological_ids(self) -> list[NodeId]:
+        """Node ids in a topological order that keeps the original order where it can."""
         order = self._order
 
         def key(n):
             return order[n] if isinstance(n, int) else (-1, 0)
 
         try:
-            sorted_ids = nx.lexicographical_topological_sort(self.nx, key=key)
-            return [self._nodes[n] for n in sorted_ids if isinstance(n, int)]
+            return [n for n in nx.lexicographical_topological_sort(self.nx, key=key)
+                    if isinstance(n, int)]
         except nx.NetworkXUnfeasible:
             raise ValueError("the graph has a cycle") from None
+
+    def topological_nodes(self) -> list[NodeProto]:
+        return [self._nodes[n] for n in self.topological_ids()]
 
     def live_values(self) -> set[str]:
         return set(self._producer)

@@ -8,8 +8,10 @@ from __future__ import annotations
 from typing import Callable
 
 from ..graph.model import ModelState
+from .common_subexpressions import eliminate_common_subexpressions
 from .constant_folding import fold_constants
 
 BUILTINS: dict[str, Callable[[ModelState], int]] = {
     "constant_folding": fold_constants,
+    "common_subexpression_elimination": eliminate_common_subexpressions,
 }

@@ -98,7 +98,7 @@ def _foldable_nodes(view: GraphView) -> list[NodeId]:
     """Standard-domain nodes computable from constants alone, in topological order."""
     constant_values: set[str] = set()
     chosen: list[NodeId] = []
-    for proto_id in _topological_ids(view):
+    for proto_id in view.topological_ids():
         proto = view.node(proto_id)
         if normalize_domain(proto.domain) != "" or proto.op_type in NOT_FOLDED:
             continue
@@ -112,13 +112,6 @@ def _foldable_nodes(view: GraphView) -> list[NodeId]:
         chosen.append(proto_id)
         constant_values.update(o for o in proto.output if o)
     return chosen
-
-
-def _topological_ids(view: GraphView) -> list[NodeId]:
-    import networkx as nx
-    order = {n: view.order_of(n) for n in view.node_ids()}
-    return [n for n in nx.lexicographical_topological_sort(
-        view.nx, key=lambda n: order.get(n, (-1, 0))) if isinstance(n, int)]
 
 
 def _run(state: ModelState, nodes: list[onnx.NodeProto],
