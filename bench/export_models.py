@@ -35,16 +35,16 @@ class BasicBlock(nn.Module):
 class ResNet18(nn.Module):
     """torchvision's resnet18 layout, written out so no torchvision is needed."""
 
-    def __init__(self, classes: int = 10) -> None:
+    def __init__(self, classes: int = 10, width: int = 64) -> None:
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
-                                  nn.MaxPool2d(3, 2, 1))
-        layers, cin = [], 64
-        for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width),
+                                  nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        layers, cin = [], width
+        for cout, stride in ((width, 1), (2 * width, 2), (4 * width, 2), (8 * width, 2)):
             layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
             cin = cout
         self.layers = nn.Sequential(*layers)
-        self.fc = nn.Linear(512, classes)
+        self.fc = nn.Linear(8 * width, classes)
 
     def forward(self, x):
         x = self.layers(self.stem(x))
@@ -60,11 +60,11 @@ def randomize_bn(model: nn.Module) -> None:
             m.bias.data.uniform_(-0.5, 0.5)
 
 
-def export_resnet(out: Path) -> None:
-    model = ResNet18().eval()
+def export_resnet(out: Path, width: int = 64, name: str = "resnet18_bn.onnx") -> None:
+    model = ResNet18(width=width).eval()
     randomize_bn(model)
     x = torch.randn(1, 3, 64, 64)
-    torch.onnx.export(model, (x,), out / "resnet18_bn.onnx", dynamo=False, opset_version=17,
+    torch.onnx.export(model, (x,), out / name, dynamo=False, opset_version=17,
                       do_constant_folding=False, input_names=["pixel_values"],
                       training=torch.onnx.TrainingMode.PRESERVE)
 
@@ -108,5 +108,6 @@ if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "devmodels")
     target.mkdir(parents=True, exist_ok=True)
     export_resnet(target)
+    export_resnet(target, width=8, name="resnet18_mini_bn.onnx")  # small enough for tests/
     export_bert(target)
     print("wrote", sorted(p.name for p in target.glob("*.onnx")))

@@ -364,33 +364,3 @@ def test_not_where_fusion_refused_while_the_not_has_other_consumers():
               [tensor("cond", b, [2, 3]), tensor("a", F, [2, 3]), tensor("x", F, [2, 3])],
               [tensor("y", F, [2, 3]), tensor("z", F, [2, 3])])
     check(m, "NotWhereFusion", False)
-
-
-def test_constant_folding_folds_shape_computations():
-    m = model([helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i"], ["g"], axis=0),
-               helper.make_node("Unsqueeze", ["g", "zero"], ["u"]),
-               helper.make_node("Concat", ["u", "minus1"], ["shape"], axis=0),
-               helper.make_node("Reshape", ["x", "shape"], ["y"])],
-              [tensor("x", F, [2, 3, 4])], [tensor("y", F, [2, 12])],
-              [init("i", np.int64(0)), init("zero", np.array([0], np.int64)), init("minus1", np.array([-1], np.int64))])
-    result = optimize_basic(m)
-    assert ops(result.model) == {"Reshape": 1}
-    assert result.report.builtins["constant_folding"] == 4
-    assert_same_outputs(m, result.model)
-
-
-def test_constant_folding_leaves_symbolic_shapes_alone():
-    m = model([helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["x", "s"], ["y"])],
-              [tensor("x", F, ["N", 3])], [tensor("y", F, ["N", 3])])
-    assert ops(optimize_basic(m).model) == {"Shape": 1, "Reshape": 1}
-
-
-def test_constant_folding_keeps_graph_outputs_and_overridable_initializers():
-    m = model([helper.make_node("Neg", ["w"], ["y"]), helper.make_node("Neg", ["v"], ["z"]),
-               helper.make_node("Neg", ["z"], ["q"])],
-              [tensor("w", F, [2])], [tensor("y", F, [2]), tensor("q", F, [2])],
-              [init("w", rand(2)), init("v", rand(2))])
-    result = optimize_basic(m)
-    # w is also a graph input (a caller may override it): its Neg stays; q is an output: its Neg stays
-    assert ops(result.model) == {"Neg": 2}
-    assert_same_outputs(m, result.model)

@@ -1,0 +1,106 @@
+"""Built-in passes: constant folding and common subexpression elimination."""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper
+
+from helpers import assert_same_outputs, init, model, ops, optimize_basic, optimize_with, tensor
+
+F = TensorProto.FLOAT
+RNG = np.random.default_rng(7)
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def test_constant_folding_folds_shape_computations():
+    m = model([helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i"], ["g"], axis=0),
+               helper.make_node("Unsqueeze", ["g", "zero"], ["u"]),
+               helper.make_node("Concat", ["u", "minus1"], ["shape"], axis=0),
+               helper.make_node("Reshape", ["x", "shape"], ["y"])],
+              [tensor("x", F, [2, 3, 4])], [tensor("y", F, [2, 12])],
+              [init("i", np.int64(0)), init("zero", np.array([0], np.int64)), init("minus1", np.array([-1], np.int64))])
+    result = optimize_basic(m)
+    assert ops(result.model) == {"Reshape": 1}
+    assert result.report.builtins["constant_folding"] == 4
+    assert_same_outputs(m, result.model)
+
+
+def test_constant_folding_leaves_symbolic_shapes_alone():
+    m = model([helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["x", "s"], ["y"])],
+              [tensor("x", F, ["N", 3])], [tensor("y", F, ["N", 3])])
+    assert ops(optimize_basic(m).model) == {"Shape": 1, "Reshape": 1}
+
+
+def test_constant_folding_keeps_graph_outputs_and_overridable_initializers():
+    m = model([helper.make_node("Neg", ["w"], ["y"]), helper.make_node("Neg", ["v"], ["z"]),
+               helper.make_node("Neg", ["z"], ["q"])],
+              [tensor("w", F, [2])], [tensor("y", F, [2]), tensor("q", F, [2])],
+              [init("w", rand(2)), init("v", rand(2))])
+    result = optimize_basic(m)
+    # w is also a graph input (a caller may override it): its Neg stays; q is an output: its Neg stays
+    assert ops(result.model) == {"Neg": 2}
+    assert_same_outputs(m, result.model)
+
+
+def test_constant_folding_evaluates_chains_of_standard_ops():
+    m = model([helper.make_node("Mul", ["a", "b"], ["p"]), helper.make_node("Sqrt", ["p"], ["q"]),
+               helper.make_node("Add", ["x", "q"], ["y"])],
+              [tensor("x", F, [3])], [tensor("y", F, [3])],
+              [init("a", np.float32([1, 4, 9])), init("b", np.float32([1, 1, 1]))])
+    result = optimize_basic(m)
+    assert ops(result.model) == {"Add": 1}
+    assert_same_outputs(m, result.model)
+
+
+def test_constant_folding_never_folds_random_ops():
+    m = model([helper.make_node("RandomUniform", [], ["r"], shape=[3], dtype=F),
+               helper.make_node("Add", ["x", "r"], ["y"])], [tensor("x", F, [3])], [tensor("y", F, [3])])
+    assert ops(optimize_basic(m).model) == {"RandomUniform": 1, "Add": 1}
+
+
+CSE_ONLY = "pack p level 1\nbuiltin common_subexpression_elimination\n"
+
+
+def test_cse_merges_identical_nodes():
+    m = model([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["x"], ["b"]),
+               helper.make_node("Add", ["a", "b"], ["y"])], [tensor("x", F, [3])], [tensor("y", F, [3])])
+    result = optimize_with(m, CSE_ONLY)
+    assert ops(result.model) == {"Relu": 1, "Add": 1}
+    assert_same_outputs(m, result.model)
+
+
+def test_cse_treats_equal_small_constants_as_the_same_input():
+    m = model([helper.make_node("Add", ["x", "c1"], ["a"]), helper.make_node("Add", ["x", "c2"], ["b"]),
+               helper.make_node("Mul", ["a", "b"], ["y"])], [tensor("x", F, [3])], [tensor("y", F, [3])],
+              [init("c1", np.float32(2)), init("c2", np.float32(2))])
+    result = optimize_with(m, CSE_ONLY)
+    assert ops(result.model) == {"Add": 1, "Mul": 1}
+    assert len(result.model.graph.initializer) == 1
+    assert_same_outputs(m, result.model)
+
+
+def test_cse_keeps_nodes_that_differ_in_attributes_or_constants():
+    m = model([helper.make_node("Add", ["x", "c1"], ["a"]), helper.make_node("Add", ["x", "c2"], ["b"]),
+               helper.make_node("LeakyRelu", ["x"], ["l1"], alpha=0.1),
+               helper.make_node("LeakyRelu", ["x"], ["l2"], alpha=0.2),
+               helper.make_node("Sum", ["a", "b", "l1", "l2"], ["y"])],
+              [tensor("x", F, [3])], [tensor("y", F, [3])],
+              [init("c1", np.float32(2)), init("c2", np.float32(3))])
+    assert ops(optimize_with(m, CSE_ONLY).model) == {"Add": 2, "LeakyRelu": 2, "Sum": 1}
+
+
+def test_cse_keeps_duplicates_that_are_graph_outputs():
+    m = model([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["x"], ["b"])],
+              [tensor("x", F, [3])], [tensor("a", F, [3]), tensor("b", F, [3])])
+    result = optimize_with(m, CSE_ONLY)
+    assert ops(result.model) == {"Relu": 2}
+    assert_same_outputs(m, result.model)
+
+
+def test_cse_never_merges_random_ops():
+    m = model([helper.make_node("RandomNormal", [], ["a"], shape=[3]),
+               helper.make_node("RandomNormal", [], ["b"], shape=[3]),
+               helper.make_node("Add", ["a", "b"], ["y"])], [], [tensor("y", F, [3])])
+    assert ops(optimize_with(m, CSE_ONLY).model) == {"RandomNormal": 2, "Add": 1}

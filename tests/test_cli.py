@@ -1,0 +1,117 @@
+"""The command line as a user runs it: output, exit codes, one-line errors, atomic writes."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import helper
+
+from helpers import MODELS, model, tensor
+
+
+def rewriter_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rewriter", *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def assert_clean_failure(proc: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    for fragment in fragments:
+        assert fragment in proc.stderr
+
+
+def test_optimize_writes_a_valid_model_and_reports(tmp_path):
+    out = tmp_path / "out.onnx"
+    proc = rewriter_cli("optimize", MODELS / "convnet_bn.onnx", "-o", out, "--level", "basic")
+    assert proc.returncode == 0, proc.stderr
+    assert "ConvBatchNormFusion" in proc.stdout and "nodes: 15 -> 10" in proc.stdout
+    onnx.checker.check_model(onnx.load(str(out)), full_check=True)
+    assert [p.name for p in tmp_path.iterdir()] == ["out.onnx"]  # no temporary file left
+
+
+def test_optimize_with_an_extra_rules_file(tmp_path):
+    rules = tmp_path / "mine.rules"
+    rules.write_text("pack mine level 1\nrule NegNeg { a = Neg(x)  y = Neg(a) => y = Identity(x) }\n")
+    source = tmp_path / "in.onnx"
+    m = model([helper.make_node("Neg", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
+               helper.make_node("Relu", ["b"], ["y"])], [tensor("x", shape=[2])], [tensor("y", shape=[2])])
+    onnx.save(m, str(source))
+    proc = rewriter_cli("optimize", source, "-o", tmp_path / "out.onnx", "--rules", rules)
+    assert proc.returncode == 0, proc.stderr
+    assert "NegNeg" in proc.stdout
+    assert [n.op_type for n in onnx.load(str(tmp_path / "out.onnx")).graph.node] == ["Relu"]
+
+
+def test_bad_rules_file_gives_position_and_exit_2(tmp_path):
+    rules = tmp_path / "bad.rules"
+    rules.write_text("pack p level 1\nrule R {\n  y = Relu(x\n  => y = x\n}\n")
+    out = tmp_path / "out.onnx"
+    proc = rewriter_cli("optimize", MODELS / "convnet_bn.onnx", "-o", out, "--rules", rules)
+    assert_clean_failure(proc, f"{rules}:4:3: unexpected '=>'")
+    assert not out.exists()
+
+
+def test_check_lists_every_error(tmp_path):
+    rules = tmp_path / "bad.rules"
+    rules.write_text("pack p level 1\nrule A { y = Reluu(x) => y = x }\nrule B { y = Relu(x) => y = q }\n")
+    proc = rewriter_cli("check", rules)
+    assert_clean_failure(proc, f"{rules}:2:14: unknown op 'Reluu'", f"{rules}:3:29: undefined name 'q'")
+
+
+def test_check_accepts_the_bundled_packs():
+    from rewriter.resources import bundled_pack_paths
+    proc = rewriter_cli("check", *bundled_pack_paths())
+    assert proc.returncode == 0, proc.stderr
+    assert "ok" in proc.stdout
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "no such file"),
+    (b"", "empty file"),
+    (b"\x08\x96\x01 definitely not protobuf \xff\xff", "not a readable ONNX model"),
+    (b"ir_version: 8\n", "not a readable ONNX model"),
+])
+def test_unreadable_model_gives_one_line_and_exit_2(tmp_path, content, message):
+    source = tmp_path / "in.onnx"
+    if content is not None:
+        source.write_bytes(content)
+    out = tmp_path / "out.onnx"
+    proc = rewriter_cli("optimize", source, "-o", out)
+    assert_clean_failure(proc, message, str(source))
+    assert not out.exists()
+
+
+def test_a_directory_is_not_a_model(tmp_path):
+    proc = rewriter_cli("optimize", tmp_path, "-o", tmp_path / "out.onnx")
+    assert_clean_failure(proc, "is a directory")
+
+
+def test_missing_output_directory_is_an_error(tmp_path):
+    proc = rewriter_cli("optimize", MODELS / "convnet_bn.onnx", "-o", tmp_path / "nope" / "out.onnx")
+    assert_clean_failure(proc, "does not exist")
+
+
+def test_pack_that_never_settles_is_an_error_and_leaves_the_old_output(tmp_path):
+    rules = tmp_path / "loop.rules"
+    rules.write_text("pack loop level 1\nrule Flip { y = Relu(x) => y = Abs(Relu(x)) }\n"
+                     "rule Flop { y = Abs(r) => y = Neg(Neg(r)) }\n")
+    out = tmp_path / "out.onnx"
+    out.write_bytes(b"previous content")
+    proc = rewriter_cli("optimize", MODELS / "convnet_bn.onnx", "-o", out, "--rules", rules,
+                        "--no-bundled", "--max-rewrites", "50")
+    assert_clean_failure(proc, "did not reach a fixpoint", "Flip")
+    assert out.read_bytes() == b"previous content"
+
+
+def test_unknown_level_is_an_error(tmp_path):
+    proc = rewriter_cli("optimize", MODELS / "convnet_bn.onnx", "-o", tmp_path / "o.onnx", "--level", "turbo")
+    assert_clean_failure(proc, "unknown level 'turbo'")
+
+
+def test_rules_lists_the_bundled_packs():
+    proc = rewriter_cli("rules")
+    assert proc.returncode == 0 and "ConvBatchNormFusion" in proc.stdout

@@ -1,0 +1,69 @@
+"""Real exports through the basic level: valid, same numbers, at least ONNX Runtime's result."""
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import onnx
+import onnxruntime as ort
+import pytest
+
+import rewriter
+from helpers import MODELS, assert_same_outputs
+
+REAL_MODELS = ["bert_tiny.onnx", "convnet_bn.onnx", "bert_ts_dynamic.onnx", "resnet18_mini_bn.onnx"]
+
+
+def ort_basic_node_count(path: Path) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        options.optimized_model_filepath = str(Path(tmp) / "ort.onnx")
+        ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return len(onnx.load(options.optimized_model_filepath).graph.node)
+
+
+@pytest.fixture(scope="module", params=REAL_MODELS)
+def optimized(request):
+    path = MODELS / request.param
+    original = onnx.load(str(path))
+    return path, original, rewriter.optimize(original, level="basic")
+
+
+def test_output_is_valid_and_numerically_equal(optimized):
+    _, original, result = optimized
+    assert_same_outputs(original, result.model, atol=1e-4)
+
+
+def test_node_count_is_no_higher_than_onnxruntime_basic(optimized):
+    path, _, result = optimized
+    assert len(result.model.graph.node) <= ort_basic_node_count(path)
+
+
+def test_every_identity_is_removed(optimized):
+    _, original, result = optimized
+    assert Counter(n.op_type for n in result.model.graph.node)["Identity"] == 0
+
+
+def test_every_batchnorm_is_folded(optimized):
+    _, original, result = optimized
+    assert Counter(n.op_type for n in result.model.graph.node)["BatchNormalization"] == 0
+
+
+def test_model_level_fields_are_kept(optimized):
+    _, original, result = optimized
+    model = result.model
+    assert model.ir_version == original.ir_version
+    assert [(o.domain, o.version) for o in model.opset_import] == \
+        [(o.domain, o.version) for o in original.opset_import]
+    assert model.producer_name == original.producer_name
+    assert [i.name for i in model.graph.input] == [i.name for i in original.graph.input]
+    assert [o.SerializeToString() for o in model.graph.output] == \
+        [o.SerializeToString() for o in original.graph.output]
+
+
+def test_convnet_batchnorms_fold_into_their_convs():
+    result = rewriter.optimize(MODELS / "convnet_bn.onnx", level="basic")
+    assert result.report.applied("ConvBatchNormFusion") == 3
+    assert result.report.nodes_before == 15 and result.report.nodes_after == 10
