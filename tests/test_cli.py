@@ -115,3 +115,20 @@ def test_unknown_level_is_an_error(tmp_path):
 def test_rules_lists_the_bundled_packs():
     proc = rewriter_cli("rules")
     assert proc.returncode == 0 and "ConvBatchNormFusion" in proc.stdout
+
+
+@pytest.mark.parametrize("nodes, message", [
+    ([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["ghost"], ["y"])],
+     "reads 'ghost', which no node, input or initializer produces"),
+    ([helper.make_node("Add", ["x", "b"], ["a"], name="first"), helper.make_node("Neg", ["a"], ["b"], name="second"),
+      helper.make_node("Relu", ["a"], ["y"])], "cycle through nodes"),
+    ([helper.make_node("Relu", ["x"], ["a"])], "graph output 'y' is never produced"),
+    ([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Neg", ["x"], ["y"])], "two producers"),
+])
+def test_malformed_graph_is_refused_cleanly(tmp_path, nodes, message):
+    source = tmp_path / "bad.onnx"
+    onnx.save(model(nodes, [tensor("x", shape=[2])], [tensor("y", shape=[2])]), str(source))
+    out = tmp_path / "out.onnx"
+    proc = rewriter_cli("optimize", source, "-o", out)
+    assert_clean_failure(proc, message)
+    assert not out.exists()

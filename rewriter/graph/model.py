@@ -45,7 +45,28 @@ class ModelState:
                                   reserved_names=_all_value_names(model.graph, set()))
         except ValueError as err:
             raise ModelError(f"malformed graph: {err}") from None
+        self._validate()
         self.added_domains: dict[str, int] = {}
+
+    def _validate(self) -> None:
+        """Refuse graphs no runtime would load: dangling inputs, missing outputs, cycles."""
+        view = self.view
+        for node_id in view.node_ids():
+            proto = view.node(node_id)
+            for name in proto.input:
+                if name and not view.has_value(name):
+                    raise ModelError(f"malformed graph: node '{proto.name or proto.op_type}' reads "
+                                     f"'{name}', which no node, input or initializer produces")
+        for output in view.graph_outputs:
+            if not view.has_value(output.name):
+                raise ModelError(f"malformed graph: graph output '{output.name}' is never produced")
+        try:
+            view.topological_ids()
+        except ValueError:
+            import networkx as nx
+            cycle = nx.find_cycle(view.nx)
+            names = [view.node(u).name or view.node(u).op_type for u, *_ in cycle if isinstance(u, int)]
+            raise ModelError(f"malformed graph: cycle through nodes {' -> '.join(names)}") from None
 
     def require_domain(self, domain: str, version: int = 1) -> None:
         """Make sure the written model imports ``domain`` (added by a rewrite)."""
