@@ -132,3 +132,13 @@ def test_malformed_graph_is_refused_cleanly(tmp_path, nodes, message):
     proc = rewriter_cli("optimize", source, "-o", out)
     assert_clean_failure(proc, message)
     assert not out.exists()
+
+
+def test_output_file_gets_ordinary_permissions(tmp_path):
+    import os
+    out = tmp_path / "out.onnx"
+    proc = rewriter_cli("optimize", MODELS / "convnet_bn.onnx", "-o", out)
+    assert proc.returncode == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask

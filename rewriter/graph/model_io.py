@@ -52,6 +52,7 @@ def save_model(model: ModelProto, path: str | os.PathLike) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(model.SerializeToString())
+        os.chmod(tmp, _file_mode(path))
         os.replace(tmp, path)
     except ValueError as err:  # protobuf refuses models over 2 GB
         raise ModelError(f"{path}: cannot serialize model: {err}") from None
@@ -60,3 +61,13 @@ def save_model(model: ModelProto, path: str | os.PathLike) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _file_mode(path: Path) -> int:
+    """The mode a plain open() would give (mkstemp's 0600 would surprise), or the old file's."""
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
