@@ -2,12 +2,19 @@
 
 Levels follow ONNX Runtime's GraphOptimizationLevel: 0 required, 1 basic, 2 extended,
 3 layout, 4 reserved.  Asking for a level runs every pack up to it, lowest level first,
-each level to its own fixpoint.
+each level to its own fixpoint:
+
+    levels 0-1  ->  partition (when level >= 2)  ->  levels 2+
+
+Levels 0-1 see layering annotations (new nodes inherit the root's); partitioning assigns
+every node an execution provider and clears the annotations; levels 2+ only fuse nodes of
+one provider that the rule names (new nodes inherit the root's provider).
 """
 from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -19,7 +26,10 @@ from .errors import ModelError, RewriterError
 from .graph.model import ModelState, op_histogram
 from .graph.model_io import load_model
 from .resources import bundled_pack_paths
-from .rewrite.fixpoint import LevelRunner
+from .partition import PartitionReport, parse_layer_assignment, partition, provider_list
+from .partition.kernels import register_kernel_file
+from .rewrite.fixpoint import LevelRunner, Placement
+from .rewrite.propagation import provider_of
 
 LEVEL_NAMES = {"required": 0, "basic": 1, "extended": 2, "layout": 3, "all": 4}
 LEVEL_LABELS = {0: "required", 1: "basic", 2: "extended", 3: "layout", 4: "level 4"}
@@ -56,7 +66,7 @@ class RuleCount:
 
 @dataclass
 class Report:
-    """What ``optimize`` did: per-rule counts, node counts, histograms and timings."""
+    """What ``optimize`` did: per-rule counts, node counts, histograms, placement, timings."""
 
     nodes_before: int = 0
     nodes_after: int = 0
@@ -65,6 +75,8 @@ class Report:
     ops_before: dict[str, int] = field(default_factory=dict)
     ops_after: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)  # phase -> seconds
+    partition: PartitionReport | None = None                 # when level >= 2
+    providers_after: dict[str, int] = field(default_factory=dict)  # provider -> final nodes
 
     @property
     def total_seconds(self) -> float:
@@ -96,19 +108,37 @@ def _select_packs(level: int, rules: Iterable[str | os.PathLike | Pack] | None,
     return [p for p in packs if p.level <= level]
 
 
+ANNOTATION_BOUNDARIES = ("root", "respect")
+
+
 def optimize(model_or_path: ModelProto | str | os.PathLike, level: str | int = "basic",
              rules: Sequence[str | os.PathLike | Pack] | None = None,
-             bundled: bool = True, max_rewrites: int | None = None) -> Result:
+             bundled: bool = True, max_rewrites: int | None = None,
+             providers: Sequence[str] | str | None = None, layer_assignment: str | None = None,
+             annotation_boundaries: str = "root",
+             provider_kernels: Sequence[str | os.PathLike] = ()) -> Result:
     """Optimize a model with the rule packs up to ``level``.
 
     ``rules`` adds pack files (or parsed packs) to the bundled ones (``bundled=False`` uses
-    only these).  The input model is not modified; the result holds a new ``ModelProto`` and
-    a ``Report``.
+    only these).  ``providers`` is the priority-ordered execution provider list (CPU is
+    appended when missing) and ``layer_assignment`` ONNX Runtime's layering setting; both
+    matter from level 2 (extended) on, where the graph is partitioned.
+    ``annotation_boundaries="respect"`` refuses level 0-1 matches that mix nodes of
+    different layering annotations (default ``"root"``: the root's annotation wins).
+    ``provider_kernels`` adds kernel tables for providers (``.kernels`` files).
+    The input model is not modified; the result holds a new ``ModelProto`` and a ``Report``.
     """
+    if annotation_boundaries not in ANNOTATION_BOUNDARIES:
+        raise RewriterError(f"annotation boundaries must be one of {', '.join(ANNOTATION_BOUNDARIES)}, "
+                            f"not '{annotation_boundaries}'")
     timings: dict[str, float] = {}
     start = time.perf_counter()
     level_number = parse_level(level)
     packs = _select_packs(level_number, rules, bundled)
+    for path in provider_kernels:
+        register_kernel_file(path)
+    provider_order = provider_list(providers)
+    parse_layer_assignment(layer_assignment)  # a bad setting fails before any work
     timings["load rules"] = time.perf_counter() - start
 
     source = _as_model(model_or_path)
@@ -117,24 +147,39 @@ def optimize(model_or_path: ModelProto | str | os.PathLike, level: str | int = "
     timings["build view"] = time.perf_counter() - start
 
     report = Report(nodes_before=len(source.graph.node), ops_before=op_histogram(source))
-    for lvl in sorted({p.level for p in packs}):
-        level_packs = [p for p in packs if p.level == lvl]
-        runner = LevelRunner(state, level_packs, name=", ".join(p.name for p in level_packs),
-                             max_rewrites=max_rewrites)
-        stats = runner.run()
-        timings["match"] = timings.get("match", 0.0) + stats.match_seconds
-        timings["rewrite"] = timings.get("rewrite", 0.0) + stats.rewrite_seconds
-        timings["builtins"] = timings.get("builtins", 0.0) + stats.builtin_seconds
-        for rule in runner.rules:
-            report.rules.append(RuleCount(rule.name, lvl, stats.applied.get(rule.name, 0),
-                                          stats.refused.get(rule.name, 0)))
-        for name, count in stats.builtins.items():
-            report.builtins[name] = report.builtins.get(name, 0) + count
+    levels = sorted({p.level for p in packs})
+    before = Placement(after_partition=False, respect_annotations=annotation_boundaries == "respect")
+    for lvl in (lvl for lvl in levels if lvl <= 1):
+        _run_level(state, packs, lvl, before, max_rewrites, report, timings)
+    if level_number >= 2:
+        start = time.perf_counter()
+        report.partition = partition(state, provider_order, layer_assignment)
+        timings["partition"] = time.perf_counter() - start
+        for lvl in (lvl for lvl in levels if lvl >= 2):
+            _run_level(state, packs, lvl, Placement(after_partition=True), max_rewrites, report, timings)
 
     start = time.perf_counter()
     model = state.to_model()
     timings["write back"] = time.perf_counter() - start
     report.nodes_after = len(model.graph.node)
     report.ops_after = op_histogram(model)
+    if report.partition is not None:
+        report.providers_after = dict(Counter(provider_of(n) or "" for n in model.graph.node))
     report.seconds = timings
     return Result(model, report)
+
+
+def _run_level(state: ModelState, packs: list[Pack], lvl: int, placement: Placement,
+               max_rewrites: int | None, report: Report, timings: dict[str, float]) -> None:
+    level_packs = [p for p in packs if p.level == lvl]
+    runner = LevelRunner(state, level_packs, name=", ".join(p.name for p in level_packs),
+                         max_rewrites=max_rewrites, placement=placement)
+    stats = runner.run()
+    timings["match"] = timings.get("match", 0.0) + stats.match_seconds
+    timings["rewrite"] = timings.get("rewrite", 0.0) + stats.rewrite_seconds
+    timings["builtins"] = timings.get("builtins", 0.0) + stats.builtin_seconds
+    for rule in runner.rules:
+        report.rules.append(RuleCount(rule.name, lvl, stats.applied.get(rule.name, 0),
+                                      stats.refused.get(rule.name, 0)))
+    for name, count in stats.builtins.items():
+        report.builtins[name] = report.builtins.get(name, 0) + count

@@ -76,7 +76,7 @@ def assert_same_outputs(before: onnx.ModelProto, after: onnx.ModelProto, atol: f
             np.testing.assert_allclose(a, b, atol=atol, rtol=1e-5)
 
 
-def optimize_with(m: onnx.ModelProto, rules_text: str, level="all", **options):
+def optimize_with(m: onnx.ModelProto, rules_text: str, level="basic", **options):
     """Optimize with one pack given as text (and no bundled pack)."""
     pack = rewriter.load_pack_text(rules_text, "<test>")
     return rewriter.optimize(m, level=level, rules=[pack], bundled=False, **options)

@@ -22,7 +22,8 @@ def parse_error(text: str) -> RuleError:
 def test_pack_header_level_providers_domains_and_builtins():
     pack = load_pack_text("pack ext level 2 providers CPU, CUDA\ndomain com.example\n"
                           "builtin constant_folding\n")
-    assert (pack.name, pack.level, pack.providers) == ("ext", 2, ("CPU", "CUDA"))
+    assert (pack.name, pack.level) == ("ext", 2)
+    assert pack.providers == ("CPUExecutionProvider", "CUDAExecutionProvider")
     assert pack.domains == ("com.example",) and pack.builtins == ("constant_folding",)
 
 

@@ -280,6 +280,7 @@ class Rule:
     tolerance: float | None
     pos: Position
     file: str
+    providers: tuple[str, ...] = ()   # execution providers it may run on (empty: the pack's)
 
     @property
     def benefit(self) -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
-from ..errors import Position, RuleError
+from ..errors import Position, RewriterError, RuleError
 from ..resources import grammar_text
 from . import ast as A
 
@@ -303,6 +303,7 @@ class _ToAst(Transformer):
         name_tok, *options, body, replacement = children
         root = None
         tolerance = None
+        providers: tuple[str, ...] = ()
         for option in options:
             if option is None:
                 continue
@@ -310,6 +311,8 @@ class _ToAst(Transformer):
                 root = option[1]
             elif option[0] == "tolerance":
                 tolerance = option[1]
+            elif option[0] == "providers":
+                providers = option[1]
         equations = tuple(i for i in body if isinstance(i, A.Equation))
         if root is None:
             if not equations or not equations[-1].out_names:
@@ -320,11 +323,17 @@ class _ToAst(Transformer):
             name=str(name_tok), root=root, equations=equations,
             wheres=tuple(i for i in body if isinstance(i, A.Where)),
             lets=tuple(i for i in body if isinstance(i, A.Let)),
-            replacement=replacement, tolerance=tolerance, pos=_pos(name_tok), file=self.file)
+            replacement=replacement, tolerance=tolerance, pos=_pos(name_tok), file=self.file,
+            providers=providers)
 
     # ---- pack
-    def providers(self, children):
-        return ("providers", tuple(str(c) for c in children))
+    @v_args(meta=True)
+    def providers(self, meta, children):
+        from ..partition.providers import provider_name  # full ONNX Runtime names
+        try:
+            return ("providers", tuple(provider_name(str(c)) for c in children))
+        except RewriterError as err:
+            raise RuleError(str(err), self.file, meta.line, meta.column) from None
 
     def header(self, children):
         name, level, providers = children

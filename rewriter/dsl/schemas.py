@@ -27,6 +27,8 @@ class OpInfo:
     max_outputs: int
     attributes: dict  # name -> (AttributeProto.AttributeType, default AttributeProto | None)
     commutative: bool
+    inputs: tuple[tuple[str, bool], ...] = ()   # (type constraint or type, variadic) per input
+    outputs: tuple[tuple[str, bool], ...] = ()
 
 
 # Ops whose two (or more) inputs may be given in any order.
@@ -47,9 +49,12 @@ def _from_onnx(schema: onnx.defs.OpSchema) -> OpInfo:
         default = attr.default_value if attr.default_value.type != AttributeProto.UNDEFINED else None
         attributes[name] = (int(attr.type), default)
     domain = normalize_domain(schema.domain)
+    variadic = onnx.defs.OpSchema.FormalParameterOption.Variadic
     return OpInfo(domain, schema.name, schema.since_version, schema.min_input, schema.max_input,
                   schema.min_output, schema.max_output, attributes,
-                  (domain, schema.name) in COMMUTATIVE)
+                  (domain, schema.name) in COMMUTATIVE,
+                  tuple((p.type_str, p.option == variadic) for p in schema.inputs),
+                  tuple((p.type_str, p.option == variadic) for p in schema.outputs))
 
 
 def _from_ort(schema) -> OpInfo:
@@ -60,8 +65,12 @@ def _from_ort(schema) -> OpInfo:
         if default is not None and default.type == AttributeProto.UNDEFINED:
             default = None
         attributes[name] = (int(attr.type.value) if hasattr(attr.type, "value") else int(attr.type), default)
+    def formal(params):
+        return tuple((p.typeStr, str(p.option).endswith("Variadic")) for p in params)
+
     return OpInfo(schema.domain, schema.name, schema.since_version, schema.min_input,
-                  schema.max_input, schema.min_output, schema.max_output, attributes, False)
+                  schema.max_input, schema.min_output, schema.max_output, attributes, False,
+                  formal(schema.inputs), formal(schema.outputs))
 
 
 @lru_cache(maxsize=1)

@@ -5,7 +5,8 @@ inputs — where equal small constants (same type, shape and bytes) count as the
 The later node's outputs are replaced by the earlier one's, then it is dead and removed.
 
 Not merged: nondeterministic ops, nodes with subgraphs, nodes whose outputs are graph
-outputs (their names must stay), initializers a caller can override (graph inputs).
+outputs (their names must stay), initializers a caller can override (graph inputs), and
+nodes placed differently (another layering annotation or execution provider).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from onnx import TensorProto
 from ..dsl.schemas import normalize_domain
 from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId, subgraphs_of
+from ..rewrite.propagation import annotation_of, provider_of
 
 _SHARED_CONSTANT_BYTES = 1024  # constants up to this size are compared by content
 _NONDETERMINISTIC = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike",
@@ -60,7 +62,8 @@ def eliminate_common_subexpressions(state: ModelState) -> int:
         if any(o and view.is_graph_output(o) for o in proto.output):
             continue
         key = (normalize_domain(proto.domain), proto.op_type, inputs, len(proto.output),
-               tuple(sorted(a.SerializeToString() for a in proto.attribute)))
+               tuple(sorted(a.SerializeToString() for a in proto.attribute)),
+               annotation_of(proto), provider_of(proto))  # never merge across placements
         first = seen.setdefault(key, node_id)
         if first != node_id:
             duplicates.append((node_id, first))

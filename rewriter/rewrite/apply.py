@@ -14,6 +14,7 @@ here, never by rule authors:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 from onnx import AttributeProto, NodeProto, TensorProto, helper, numpy_helper
@@ -117,9 +118,11 @@ def make_attribute(name: str, value: object, attr_type: int | None) -> Attribute
 class Rewriter:
     """Applies matches to a ``ModelState``."""
 
-    def __init__(self, state: ModelState) -> None:
+    def __init__(self, state: ModelState,
+                 check_node: Callable[[NodeProto, NodeProto], str | None] | None = None) -> None:
         self.state = state
         self.view = state.view
+        self.check_node = check_node  # extra veto on each built node, given the root: a reason
 
     # ------------------------------------------------------------------- build
     def _input_values(self, arg: A.Expr, build: _Build, env: _ReplacementEnv, match: Match) -> list[str]:
@@ -187,6 +190,10 @@ class Rewriter:
         node.attribute.extend(self._attributes(call, domain, op, env, match))
         self._validate(node, domain)
         inherit_placement(root, node)
+        if self.check_node is not None:
+            reason = self.check_node(node, root)
+            if reason:
+                raise Refused(reason)
         if domain:
             build.domains.add(domain)
         build.nodes.append(node)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Iterable
 
 from ..dsl.ast import Pack
 from ..dsl.schemas import normalize_domain
@@ -22,6 +22,7 @@ from ..graph.view import GraphView, NodeId
 from ..match.matcher import Matcher
 from ..match.plan import CompiledRule, compile_rule
 from .apply import Refused, Rewriter
+from .propagation import annotation_of, provider_of
 
 MAX_ROUNDS = 16
 MAX_REFUSALS_PER_ROOT = 16
@@ -52,15 +53,31 @@ def compiled(rule) -> CompiledRule:
     return entry
 
 
+@dataclass(frozen=True)
+class Placement:
+    """How a level treats placement.
+
+    Before partitioning (``after_partition`` False) nodes carry layering annotations; with
+    ``respect_annotations`` a match may not mix nodes of different annotations (by default
+    the root's annotation wins, as in ONNX Runtime).  After partitioning every matched node
+    must run on one provider, which the rule (or its pack) must list, and every node the
+    replacement creates must have a kernel on that provider."""
+
+    after_partition: bool = False
+    respect_annotations: bool = False
+
+
 class LevelRunner:
     """Applies every rule of a level's packs until none matches."""
 
     def __init__(self, state: ModelState, packs: Iterable[Pack], name: str,
-                 max_rewrites: int | None = None,
-                 accept: Callable[[CompiledRule, object], bool] | None = None) -> None:
+                 max_rewrites: int | None = None, placement: Placement = Placement()) -> None:
         self.state = state
         self.packs = list(packs)
         self.name = name
+        self.placement = placement
+        self.allowed: dict[str, frozenset[str]] = {
+            r.name: frozenset(r.providers or p.providers) for p in self.packs for r in p.rules}
         self.rules = [compiled(r) for p in self.packs for r in p.rules]
         self.by_op: dict[tuple[str, str], list[CompiledRule]] = {}
         for position, rule in sorted(enumerate(self.rules), key=lambda pr: (-pr[1].rule.benefit, pr[0])):
@@ -69,7 +86,6 @@ class LevelRunner:
         self.radius = max((r.radius for r in self.rules), default=0) + 1
         self.builtins = list(dict.fromkeys(b for p in self.packs for b in p.builtins))
         self.max_rewrites = max_rewrites
-        self.accept = accept  # extra veto on a match (used by partition-aware levels)
         self.stats = LevelStats()
 
     def run(self) -> LevelStats:
@@ -105,7 +121,7 @@ class LevelRunner:
         queue: deque[NodeId] = deque(ordered)
         queued = set(ordered)
         matcher = Matcher(view)
-        rewriter = Rewriter(self.state)
+        rewriter = Rewriter(self.state, self._kernel_check if self.placement.after_partition else None)
         applied = 0
         while queue:
             node_id = queue.popleft()
@@ -136,7 +152,7 @@ class LevelRunner:
         start = time.perf_counter()
         for match in matcher.matches(rule, node_id):
             self.stats.match_seconds += time.perf_counter() - start
-            if self.accept is not None and not self.accept(rule, match):
+            if not self._placement_allows(rule, match):
                 start = time.perf_counter()
                 continue
             begin = time.perf_counter()
@@ -155,6 +171,27 @@ class LevelRunner:
             return result
         self.stats.match_seconds += time.perf_counter() - start
         return None
+
+    def _placement_allows(self, rule: CompiledRule, match) -> bool:
+        view = self.state.view
+        nodes = [view.node(n) for n in match.nodes.values()]
+        if self.placement.after_partition:
+            providers = {provider_of(n) for n in nodes}
+            if len(providers) != 1:
+                return False  # never fuse nodes of different providers
+            allowed = self.allowed.get(rule.name)
+            return not allowed or next(iter(providers)) in allowed
+        if self.placement.respect_annotations:
+            return len({annotation_of(n) for n in nodes}) == 1
+        return True
+
+    def _kernel_check(self, node, root) -> str | None:
+        from ..partition.kernels import kernel_table
+
+        provider = provider_of(root)
+        if provider is None or kernel_table(provider).supports(self.state.view, node):
+            return None
+        return f"{provider} has no kernel for {node.op_type} as built"
 
     def _neighborhood(self, view: GraphView, seeds: set[NodeId]) -> list[NodeId]:
         seen = {n for n in seeds if view.has_node(n)}

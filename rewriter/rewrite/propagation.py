@@ -1,8 +1,8 @@
-"""Placement propagation: new nodes inherit where the root node runs.
+"""Placement: where a node runs, kept in its metadata, and inherited by new nodes.
 
-Before partitioning that is the root's layering annotation (``layer_ann``); after it, the
-execution provider the partitioner recorded.  The rewriter calls this for every node it
-creates, so a rule cannot forget it.
+Before partitioning that is the node's layering annotation (``layer_ann``); after it, the
+execution provider the partitioner recorded (``execution_provider``).  The rewriter calls
+``inherit_placement`` for every node it creates, so a rule cannot forget it.
 """
 from __future__ import annotations
 
@@ -13,19 +13,36 @@ EXECUTION_PROVIDER_KEY = "execution_provider"
 PLACEMENT_KEYS = (LAYER_ANNOTATION_KEY, EXECUTION_PROVIDER_KEY)
 
 
-def placement_of(node: NodeProto) -> dict[str, str]:
-    return {p.key: p.value for p in node.metadata_props if p.key in PLACEMENT_KEYS}
+def get_metadata(node: NodeProto, key: str) -> str | None:
+    for entry in node.metadata_props:
+        if entry.key == key:
+            return entry.value
+    return None
+
+
+def set_metadata(node: NodeProto, key: str, value: str | None) -> None:
+    """Set (or, with None, remove) one metadata entry, keeping the others in order."""
+    kept = [(e.key, e.value) for e in node.metadata_props if e.key != key]
+    del node.metadata_props[:]
+    for k, v in kept:
+        entry = node.metadata_props.add()
+        entry.key, entry.value = k, v
+    if value is not None:
+        entry = node.metadata_props.add()
+        entry.key, entry.value = key, value
+
+
+def annotation_of(node: NodeProto) -> str | None:
+    return get_metadata(node, LAYER_ANNOTATION_KEY)
+
+
+def provider_of(node: NodeProto) -> str | None:
+    return get_metadata(node, EXECUTION_PROVIDER_KEY)
 
 
 def inherit_placement(root: NodeProto, new: NodeProto) -> None:
-    """Copy the root's placement entries onto ``new`` (replacing any it had)."""
-    placement = placement_of(root)
-    if not placement:
-        return
-    kept = [p for p in new.metadata_props if p.key not in placement]
-    del new.metadata_props[:]
-    new.metadata_props.extend(kept)
-    for key, value in placement.items():
-        entry = new.metadata_props.add()
-        entry.key = key
-        entry.value = value
+    """Give ``new`` the root's placement entries (replacing any it had)."""
+    for key in PLACEMENT_KEYS:
+        value = get_metadata(root, key)
+        if value is not None:
+            set_metadata(new, key, value)

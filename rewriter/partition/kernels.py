@@ -1,0 +1,209 @@
+"""Which nodes a provider can run: its kernel table.
+
+The CPU provider's table is read from the installed onnxruntime
+(``get_all_opkernel_def()``); other providers' tables come from ``*.kernels`` data files
+shipped in ``rewriter/partition/kernels/`` (format documented at the top of
+``CUDAExecutionProvider.kernels``).  More providers can be added with
+``register_kernel_file(path)`` or ``--provider-kernels FILE`` on the command line.
+
+A kernel matches a node when domain and op agree, the op's schema version at the model's
+opset lies in the kernel's version range, and every type parameter the kernel constrains
+has one of the listed element types (types the engine does not know are not held against
+a node).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from onnx import NodeProto, TypeProto
+
+from ..dsl.schemas import OpInfo, find_schema, normalize_domain
+from ..errors import RewriterError
+from ..graph.view import GraphView
+from .providers import CPU, provider_name
+
+_DATA_DIR = Path(__file__).resolve().parent / "kernels"
+_OPEN = 1 << 31
+
+
+@dataclass(frozen=True)
+class Kernel:
+    domain: str
+    op: str
+    since: int
+    until: int
+    types: dict  # type parameter -> frozenset of "tensor(float)"-style type strings
+
+
+class KernelTable:
+    """The kernels one provider registers, indexed by (domain, op)."""
+
+    def __init__(self, provider: str, kernels: list[Kernel]) -> None:
+        self.provider = provider
+        self.by_op: dict[tuple[str, str], list[Kernel]] = {}
+        for kernel in kernels:
+            self.by_op.setdefault((kernel.domain, kernel.op), []).append(kernel)
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.by_op.values())
+
+    def supports(self, view: GraphView, proto: NodeProto) -> bool:
+        """Whether this provider has a kernel for the node as it is (op, version, types).
+
+        The node need not be in the view yet (a replacement being checked); the types of
+        its inputs and outputs are looked up there."""
+        domain = normalize_domain(proto.domain)
+        if domain == "" and proto.op_type == "Constant":
+            return True  # ONNX Runtime turns Constant nodes into initializers before partitioning
+        kernels = self.by_op.get((domain, proto.op_type))
+        if not kernels:
+            return False
+        info = find_schema(domain, proto.op_type, view.opset(domain))
+        version = info.since_version if info is not None else view.opset(domain) or 1
+        actual = _actual_types(view, proto, info) if info is not None else {}
+        for kernel in kernels:
+            if not kernel.since <= version <= kernel.until:
+                continue
+            if all(name not in actual or actual[name] <= allowed
+                   for name, allowed in kernel.types.items()):
+                return True
+        return False
+
+
+def _type_string(type_proto: TypeProto | None) -> str | None:
+    if type_proto is None:
+        return None
+    which = type_proto.WhichOneof("value")
+    if which == "tensor_type" and type_proto.tensor_type.elem_type:
+        name = _ONNX_TYPE_NAMES.get(type_proto.tensor_type.elem_type)
+        return None if name is None else f"tensor({name})"
+    if which == "sequence_type":
+        inner = _type_string(type_proto.sequence_type.elem_type)
+        return None if inner is None else f"seq({inner})"
+    return None
+
+
+_ONNX_TYPE_NAMES = {
+    1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+    8: "string", 9: "bool", 10: "float16", 11: "double", 12: "uint32", 13: "uint64",
+    16: "bfloat16", 17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2",
+    20: "float8e5m2fnuz", 21: "uint4", 22: "int4",
+}
+
+
+def _actual_types(view: GraphView, proto, info: OpInfo) -> dict[str, set[str]]:
+    """Type parameter -> the element types the node binds it to (known ones only)."""
+    actual: dict[str, set[str]] = {}
+
+    def bind(formals, names) -> None:
+        for i, name in enumerate(names):
+            if not name:
+                continue
+            if i < len(formals):
+                type_str, _ = formals[i]
+            elif formals and formals[-1][1]:  # variadic: the last formal repeats
+                type_str = formals[-1][0]
+            else:
+                continue
+            if type_str.startswith(("tensor(", "seq(")):
+                continue  # a fixed type, not a parameter
+            known = _type_string(view.type_of(name))
+            if known is not None:
+                actual.setdefault(type_str, set()).add(known)
+
+    bind(info.inputs, list(proto.input))
+    bind(info.outputs, list(proto.output))
+    return actual
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@lru_cache(maxsize=1)
+def cpu_table() -> KernelTable:
+    """The CPU provider's kernels, from the installed onnxruntime."""
+    from onnxruntime.capi import _pybind_state as ort_state
+
+    kernels = []
+    for k in ort_state.get_all_opkernel_def():
+        if k.provider != CPU:
+            continue
+        since, until = k.version_range
+        kernels.append(Kernel(normalize_domain(k.domain), k.op_name, since, until,
+                              {name: frozenset(types) for name, types in k.type_constraints.items()}))
+    return KernelTable(CPU, kernels)
+
+
+def parse_kernel_file(text: str, source: str = "<kernels>") -> KernelTable:
+    """Parse the ``.kernels`` format (see the CUDA file's header)."""
+    provider = None
+    sets: dict[str, list[str]] = {}
+    kernels: list[Kernel] = []
+
+    def expand(items: list[str]) -> list[str]:
+        out: list[str] = []
+        for item in items:
+            out.extend(expand(sets[item]) if item in sets else [item])
+        return out
+
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        words = line.split()
+        try:
+            if words[0] == "provider":
+                provider = provider_name(words[1])
+            elif words[0] == "set":
+                sets[words[1]] = words[2:]
+            else:
+                domain, op, versions, *constraints = words
+                if versions.endswith("+"):
+                    since, until = int(versions[:-1]), _OPEN
+                elif "-" in versions:
+                    since, until = (int(v) for v in versions.split("-"))
+                else:
+                    since = until = int(versions)
+                types = {}
+                for constraint in constraints:
+                    name, _, listed = constraint.partition("=")
+                    types[name] = frozenset(f"tensor({t})" for t in expand(listed.split(",")))
+                kernels.append(Kernel(normalize_domain(domain), op, since, until, types))
+        except (ValueError, IndexError, KeyError, RewriterError) as err:
+            raise RewriterError(f"{source}:{number}: bad kernel line ({err.__class__.__name__}: "
+                                f"{err}): {raw.strip()}") from None
+    if provider is None:
+        raise RewriterError(f"{source}: no 'provider NAME' line")
+    return KernelTable(provider, kernels)
+
+
+_REGISTERED: dict[str, KernelTable] = {}
+
+
+def register_kernel_file(path: str | Path) -> str:
+    """Add (or replace) a provider's kernel table from a ``.kernels`` file; returns its name."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise RewriterError(f"{path}: cannot read kernel file: {err.strerror or err}") from None
+    table = parse_kernel_file(text, str(path))
+    _REGISTERED[table.provider] = table
+    return table.provider
+
+
+def kernel_table(provider: str) -> KernelTable:
+    """The kernel table of a provider (CPU from onnxruntime, others from data files)."""
+    if provider == CPU:
+        return cpu_table()
+    if provider in _REGISTERED:
+        return _REGISTERED[provider]
+    path = _DATA_DIR / f"{provider}.kernels"
+    if not path.is_file():
+        known = sorted([CPU, *_REGISTERED, *(p.stem for p in _DATA_DIR.glob("*.kernels"))])
+        raise RewriterError(f"no kernel table for {provider} (known: {', '.join(known)}; add one "
+                            f"with --provider-kernels FILE)")
+    _REGISTERED[provider] = parse_kernel_file(path.read_text(encoding="utf-8"), str(path))
+    return _REGISTERED[provider]

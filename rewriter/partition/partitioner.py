@@ -1,0 +1,114 @@
+"""Assign every node an execution provider, the way ONNX Runtime's partitioner does.
+
+1. Nodes whose ``layer_ann`` a layer-assignment rule matches are pre-assigned to the
+   provider its device resolves to — if that provider has a kernel for them; otherwise a
+   warning, and they fall through to step 2.  Designators no registered provider answers
+   are skipped with a warning.
+2. Providers in priority order each claim the unassigned nodes they have kernels for (first
+   come, first served).
+3. The CPU provider takes what nobody claimed (a node nobody can run is reported).
+
+Afterwards every node records its provider in ``metadata_props['execution_provider']`` and
+every ``layer_ann`` is removed, in subgraphs too.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from onnx import GraphProto, NodeProto
+
+from ..graph.model import ModelState
+from ..graph.view import subgraphs_of
+from ..rewrite.propagation import (EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY, get_metadata,
+                                   set_metadata)
+from .kernels import KernelTable, kernel_table
+from .layering import first_match, parse_layer_assignment
+from .providers import CPU, provider_list, resolve_device, short_name
+
+
+@dataclass
+class LayerDecision:
+    """What one layer-assignment rule did."""
+
+    rule: str
+    provider: str | None     # None: its device matched no registered provider
+    placed: int = 0          # nodes pre-assigned by it
+    fell_back: int = 0       # nodes it matched whose provider had no kernel
+
+
+@dataclass
+class PartitionReport:
+    providers: list[str]
+    counts: dict[str, int] = field(default_factory=dict)        # provider -> nodes
+    decisions: list[LayerDecision] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _clear_annotations(graph: GraphProto) -> None:
+    for node in graph.node:
+        if get_metadata(node, LAYER_ANNOTATION_KEY) is not None:
+            set_metadata(node, LAYER_ANNOTATION_KEY, None)
+        for sub in subgraphs_of(node):
+            _clear_annotations(sub)
+
+
+def partition(state: ModelState, providers: list[str] | str | None = None,
+              layer_assignment: str | None = None) -> PartitionReport:
+    """Assign providers to the main graph's nodes (see the module docstring)."""
+    order = provider_list(providers)
+    report = PartitionReport(order)
+    tables: dict[str, KernelTable] = {p: kernel_table(p) for p in order}
+    rules = parse_layer_assignment(layer_assignment)
+    decisions = {rule.text: LayerDecision(rule.text, resolve_device(rule.device, order)) for rule in rules}
+    for decision in decisions.values():
+        if decision.provider is None:
+            report.warnings.append(f"layer assignment {decision.rule}: no registered provider "
+                                   f"is a '{decision.rule.split('(')[0]}' device; rule skipped")
+    report.decisions = list(decisions.values())
+
+    view = state.view
+    node_ids = view.topological_ids()
+    assigned: dict[int, str] = {}
+    for node_id in node_ids:  # 1. layering annotations
+        annotation = get_metadata(view.node(node_id), LAYER_ANNOTATION_KEY)
+        if annotation is None:
+            continue
+        rule = first_match([r for r in rules if decisions[r.text].provider is not None], annotation)
+        if rule is None:
+            continue
+        decision = decisions[rule.text]
+        proto = view.node(node_id)
+        if tables[decision.provider].supports(view, proto):
+            assigned[node_id] = decision.provider
+            decision.placed += 1
+        else:
+            decision.fell_back += 1
+            report.warnings.append(
+                f"node '{proto.name or proto.op_type}' ({proto.op_type}) is annotated for "
+                f"{short_name(decision.provider)} by {rule.text}, which has no kernel for it; "
+                f"assigned by capability instead")
+    for provider in order:  # 2. first come, first served by priority
+        table = tables[provider]
+        for node_id in node_ids:
+            if node_id not in assigned and table.supports(view, view.node(node_id)):
+                assigned[node_id] = provider
+    for node_id in node_ids:  # 3. CPU fallback
+        if node_id not in assigned:
+            proto = view.node(node_id)
+            assigned[node_id] = CPU
+            report.warnings.append(f"no provider has a kernel for node '{proto.name or proto.op_type}' "
+                                   f"({proto.domain + '.' if proto.domain else ''}{proto.op_type}); "
+                                   f"left on CPU")
+    for node_id, provider in assigned.items():
+        set_metadata(view.node(node_id), EXECUTION_PROVIDER_KEY, provider)
+        _clear_subgraph_and_node(view.node(node_id))
+    report.counts = dict(Counter(assigned[n] for n in node_ids))
+    return report
+
+
+def _clear_subgraph_and_node(node: NodeProto) -> None:
+    if get_metadata(node, LAYER_ANNOTATION_KEY) is not None:
+        set_metadata(node, LAYER_ANNOTATION_KEY, None)
+    for sub in subgraphs_of(node):
+        _clear_annotations(sub)
