@@ -42,23 +42,66 @@ def cli() -> None:
 @click.option("--rules", "rule_files", multiple=True, type=click.Path(path_type=Path),
               help="Extra .rules pack(s) to run with the bundled ones (repeatable).")
 @click.option("--no-bundled", is_flag=True, help="Run only the --rules packs.")
+@click.option("--providers", default="CPU", show_default=True,
+              help="Execution providers in priority order (CUDA,CPU or full names); CPU is "
+                   "appended when missing.  Used from level 2 (extended) on.")
+@click.option("--layer-assignment", default=None,
+              help="ONNX Runtime layering setting, e.g. \"gpu(encoder); cpu(=final_output)\".")
+@click.option("--annotation-boundaries", type=click.Choice(["root", "respect"]), default="root",
+              show_default=True,
+              help="respect: never fuse nodes with different layer_ann (root: the root's wins).")
+@click.option("--provider-kernels", multiple=True, type=click.Path(path_type=Path),
+              help="A .kernels file describing another provider's kernels (repeatable).")
 @click.option("--max-rewrites", type=int, default=None,
               help="Bound on rewrites per level before reporting a pack that never settles.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def optimize(model: Path, output: Path, level: str, rule_files: tuple[Path, ...],
-             no_bundled: bool, max_rewrites: int | None, quiet: bool) -> None:
+             no_bundled: bool, providers: str, layer_assignment: str | None,
+             annotation_boundaries: str, provider_kernels: tuple[Path, ...],
+             max_rewrites: int | None, quiet: bool) -> None:
     """Optimize MODEL with the rule packs up to --level and write it to -o."""
     from .graph.model_io import save_model
     from .pipeline import optimize as run_optimize
 
     try:
         result = run_optimize(model, level=level, rules=list(rule_files), bundled=not no_bundled,
-                              max_rewrites=max_rewrites)
+                              max_rewrites=max_rewrites, providers=providers,
+                              layer_assignment=layer_assignment,
+                              annotation_boundaries=annotation_boundaries,
+                              provider_kernels=list(provider_kernels))
         save_model(result.model, output)
     except RewriterError as error:
         _fail(error)
     if not quiet:
         _print_report(result.report, model, output)
+        if result.report.partition is not None:
+            _print_partition(result.report)
+
+
+def _print_partition(report) -> None:
+    from .partition.providers import short_name
+
+    part = report.partition
+    table = Table(title="placement", title_justify="left")
+    table.add_column("provider")
+    table.add_column("nodes at partition", justify="right")
+    table.add_column("nodes after", justify="right")
+    for provider in part.providers:
+        table.add_row(short_name(provider), str(part.counts.get(provider, 0)),
+                      str(report.providers_after.get(provider, 0)))
+    out.print(table)
+    if part.decisions:
+        rules = Table(title="layer assignment", title_justify="left")
+        rules.add_column("rule")
+        rules.add_column("provider")
+        rules.add_column("placed", justify="right")
+        rules.add_column("fell back", justify="right")
+        for decision in part.decisions:
+            rules.add_row(decision.rule, short_name(decision.provider) if decision.provider else "-",
+                          str(decision.placed), str(decision.fell_back))
+        out.print(rules)
+    for warning in part.warnings:
+        err.print(f"warning: {warning}", markup=False, soft_wrap=True)
 
 
 def _print_report(report, model: Path, output: Path) -> None:
