@@ -196,6 +196,11 @@ class _ToAst(Transformer):
     def rattr_set(self, meta, children):
         return A.AttrSet(str(children[0]), children[1], _pos(meta))
 
+    @v_args(meta=True)
+    def rattr_shorthand(self, meta, children):
+        name = str(children[0])
+        return A.AttrSet(name, A.Name(name, _pos(meta)), _pos(meta))
+
     # ---- pattern
     @v_args(meta=True)
     def arg_var(self, meta, children):
