@@ -84,3 +84,22 @@ def optimize_with(m: onnx.ModelProto, rules_text: str, level="basic", **options)
 
 def optimize_basic(m: onnx.ModelProto):
     return rewriter.optimize(m, level="basic")
+
+
+def only(pack_name: str, rule: str) -> rewriter.Pack:
+    """A bundled pack reduced to one rule and no builtins: the rule alone must do its job."""
+    import dataclasses
+
+    (pack,) = [p for p in rewriter.bundled_packs() if p.name == pack_name]
+    (kept,) = [r for r in pack.rules if r.name == rule]
+    return dataclasses.replace(pack, rules=(kept,), builtins=())
+
+
+def check_rule(before: onnx.ModelProto, pack_name: str, rule: str, expect: bool, level: str,
+               atol: float = 1e-5, **options) -> onnx.ModelProto:
+    """The rule alone applies (or not) and keeps the numbers; so does the whole pipeline."""
+    alone = rewriter.optimize(before, level=level, rules=[only(pack_name, rule)], bundled=False, **options)
+    assert alone.report.applied(rule) == (1 if expect else 0), alone.report.rules
+    assert_same_outputs(before, alone.model, atol=atol)
+    assert_same_outputs(before, rewriter.optimize(before, level=level, **options).model, atol=atol)
+    return alone.model

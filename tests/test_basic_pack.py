@@ -3,15 +3,12 @@
 Every positive case is also run in onnxruntime before and after, on random inputs."""
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
 
-import rewriter
-from helpers import assert_same_outputs, init, model, ops, optimize_basic, tensor
+from helpers import assert_same_outputs, check_rule, init, model, ops, optimize_basic, tensor
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(42)
@@ -26,20 +23,8 @@ def applied(result, rule: str) -> int:
     return result.report.applied(rule)
 
 
-def only(rule: str) -> rewriter.Pack:
-    """The basic pack reduced to one rule and no builtins: the rule alone must do its job."""
-    (basic,) = [p for p in rewriter.bundled_packs() if p.name == "basic"]
-    (kept,) = [r for r in basic.rules if r.name == rule]
-    return dataclasses.replace(basic, rules=(kept,), builtins=())
-
-
 def check(before: onnx.ModelProto, rule: str, expect: bool, atol: float = 1e-5):
-    """The rule alone applies (or not) and keeps the numbers; so does the whole pack."""
-    alone = rewriter.optimize(before, level="basic", rules=[only(rule)], bundled=False)
-    assert applied(alone, rule) == (1 if expect else 0), alone.report.rules
-    assert_same_outputs(before, alone.model, atol=atol)
-    assert_same_outputs(before, optimize_basic(before).model, atol=atol)
-    return alone.model
+    return check_rule(before, "basic", rule, expect, "basic", atol)
 
 
 def unary(op_nodes, x_shape=(2, 3), y_shape=None, inits=(), opset=17, dtype=F, inputs=None):
