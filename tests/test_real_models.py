@@ -67,3 +67,35 @@ def test_convnet_batchnorms_fold_into_their_convs():
     result = rewriter.optimize(MODELS / "convnet_bn.onnx", level="basic")
     assert result.report.applied("ConvBatchNormFusion") == 3
     assert result.report.nodes_before == 15 and result.report.nodes_after == 10
+
+
+def _annotation_for(name: str) -> str | None:
+    for part in ("encoder/layer.0", "encoder/layer.1", "embeddings"):
+        if part in name:
+            return part.replace("/", ".")
+    return None
+
+
+def test_annotated_bert_is_placed_as_the_setting_says_through_every_fusion():
+    from rewriter.rewrite.propagation import annotation_of, provider_of
+
+    original = onnx.load(str(MODELS / "bert_tiny.onnx"))
+    for node in original.graph.node:
+        annotation = _annotation_for(node.name)
+        if annotation:
+            node.metadata_props.add(key="layer_ann", value=annotation)
+    setting = "gpu(encoder); cpu(=embeddings)"
+    result = rewriter.optimize(original, level="extended", providers="CUDA,CPU", layer_assignment=setting)
+    model = result.model
+    fused = [n for n in model.graph.node if n.domain == "com.microsoft"]
+    assert len(fused) >= 6  # SkipLayerNormalization, FusedMatMul, (Bias)Gelu in both layers
+    expected = {"encoder.layer.0": "CUDAExecutionProvider", "encoder.layer.1": "CUDAExecutionProvider",
+                "embeddings": "CPUExecutionProvider"}
+    for node in model.graph.node:
+        assert annotation_of(node) is None
+        annotation = _annotation_for(node.name)  # new nodes are named after their root
+        if annotation:
+            assert provider_of(node) == expected[annotation], (node.name, node.op_type)
+    decisions = {d.rule: d.placed for d in result.report.partition.decisions}
+    assert decisions["gpu(encoder)"] > 0 and decisions["cpu(=embeddings)"] > 0
+    assert_same_outputs(original, model, atol=1e-4)
