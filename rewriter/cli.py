@@ -18,8 +18,14 @@ from .errors import RewriterError, RuleError
 
 EXIT_USAGE = 2
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+def _console(stderr: bool = False) -> Console:
+    """Rich console; when output is not a terminal, wide enough not to truncate names."""
+    probe = Console(stderr=stderr)
+    return Console(stderr=stderr, highlight=False, width=None if probe.is_terminal else 160)
+
+
+out = _console()
+err = _console(stderr=True)
 
 
 def _fail(error: RewriterError) -> None:
@@ -152,6 +158,64 @@ def check(files: tuple[Path, ...]) -> None:
                       f"{len(pack.rules)} rules")
     if failed:
         sys.exit(EXIT_USAGE)
+
+
+@cli.command()
+@click.argument("packs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--rule", default=None, help="Verify only this rule.")
+@click.option("--examples", type=int, default=None, help="Draws per rule (default 100).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the campaign.")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=Path("verify-out"),
+              show_default=True,
+              help="Where counterexamples are written (OUT/PACK/RULE/).")
+@click.option("--strict", is_flag=True, help="Also fail (exit 1) when a rule never applied.")
+def verify(packs: tuple[Path, ...], rule: str | None, examples: int | None, seed: int,
+           out_dir: Path, strict: bool) -> None:
+    """Fuzz every rule of PACKS (files or directories; default: the bundled packs): draw
+    instances of each pattern, rewrite them with the engine, and compare both models in
+    onnxruntime.  A failure is shrunk and saved; exit 1."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .verify import DEFAULT_EXAMPLES
+    from .verify import verify as run_verify
+    from .verify.campaign import collect_packs
+
+    try:
+        chosen = collect_packs(list(packs) or None)
+    except RewriterError as error:
+        _fail(error)
+    total = sum(1 for p in chosen for r in p.rules if rule is None or r.name == rule)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                        TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal)
+    with progress:
+        task = progress.add_task("verifying", total=total)
+
+        def advance(verdict) -> None:
+            progress.update(task, advance=1, description=f"{verdict.rule}: {verdict.verdict}")
+
+        try:
+            report = run_verify(packs=chosen, rule=rule, examples=examples or DEFAULT_EXAMPLES, seed=seed,
+                                out=out_dir, on_rule=advance)
+        except RewriterError as error:
+            _fail(error)
+    table = Table(title="verification", title_justify="left")
+    for column, justify in (("rule", "left"), ("draws", "right"), ("applied", "right"),
+                            ("near misses refused", "right"), ("max abs error", "right"), ("verdict", "left")):
+        table.add_column(column, justify=justify, no_wrap=column == "rule")
+    for v in report.verdicts:
+        style = {"ok": "green", "FAIL": "bold red", "unverified": "yellow"}[v.verdict]
+        table.add_row(f"{v.pack}.{v.rule}", str(v.draws), str(v.applied),
+                      f"{v.near_misses_refused}/{v.near_misses}", f"{v.max_abs:.2g}",
+                      f"[{style}]{v.verdict}[/{style}]")
+    out.print(table)
+    for v in report.verdicts:
+        if v.verdict == "FAIL":
+            err.print(f"FAIL {v.pack}.{v.rule}: {v.message}\n  counterexample: {v.artifacts}/ "
+                      f"(before.onnx, after.onnx, inputs.npz, report.txt)", markup=False, soft_wrap=True)
+        elif v.verdict == "unverified":
+            err.print(f"unverified {v.pack}.{v.rule}: {v.message}", markup=False, soft_wrap=True)
+    if report.failed or (strict and report.unverified):
+        sys.exit(1)
 
 
 @cli.command(name="rules")

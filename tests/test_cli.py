@@ -142,3 +142,23 @@ def test_output_file_gets_ordinary_permissions(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert out.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_verify_reports_a_failure_with_exit_1_and_files(tmp_path):
+    rules = tmp_path / "wrong.rules"
+    rules.write_text("pack wrong level 1\nrule NegIsRelu { y = Neg(x) => y = Relu(x) }\n")
+    proc = rewriter_cli("verify", rules, "--examples", "20", "--out", tmp_path / "out")
+    assert proc.returncode == 1, proc.stderr
+    assert "FAIL wrong.NegIsRelu" in proc.stderr and "Traceback" not in proc.stderr
+    assert (tmp_path / "out" / "wrong" / "NegIsRelu" / "report.txt").is_file()
+
+
+def test_verify_passes_a_correct_rule_and_strict_flags_unverified(tmp_path):
+    rules = tmp_path / "fine.rules"
+    rules.write_text("pack fine level 1\nrule NegNeg root a { a = Neg(x)  y = Neg(a) => y = Identity(x) }\n"
+                     "rule Never { y = Relu(x) where rank(x) == 99 => y = x }\n")
+    proc = rewriter_cli("verify", rules, "--examples", "15", "--rule", "NegNeg", "--out", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "fine.NegNeg" in proc.stdout and "ok" in proc.stdout
+    strict = rewriter_cli("verify", rules, "--examples", "10", "--strict", "--out", tmp_path)
+    assert strict.returncode == 1 and "unverified fine.Never" in strict.stderr

@@ -257,6 +257,30 @@ class Let:
     pos: Position
 
 
+@dataclass(frozen=True)
+class Example:
+    """A generator hint: ``x: float[N, 3]`` (shape), ``s = [0]`` (value) or ``opset 9``."""
+
+    name: str | None                      # the tensor variable (None for opset)
+    dtype: str | None = None
+    dims: tuple[int | str, ...] | None = None
+    value: "Expr | None" = None
+    opset: int | None = None
+    pos: Position = Position(0, 0)
+
+
+@dataclass(frozen=True)
+class ExampleSet:
+    """One ``example`` clause: hints that belong together (the generator draws one set)."""
+
+    items: tuple[Example, ...]
+    pos: Position
+
+    @property
+    def opset(self) -> int | None:
+        return next((i.opset for i in self.items if i.opset is not None), None)
+
+
 # ------------------------------------------------------------------------------- the rule
 
 
@@ -281,6 +305,7 @@ class Rule:
     pos: Position
     file: str
     providers: tuple[str, ...] = ()   # execution providers it may run on (empty: the pack's)
+    examples: tuple[ExampleSet, ...] = ()  # generator hints for `rewriter verify`
 
     @property
     def benefit(self) -> int:

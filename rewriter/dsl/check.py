@@ -165,6 +165,13 @@ class _Checker:
             scope.scalars.add(let.name)
         for where in rule.wheres:
             self.check_expr(where.expr, scope)
+        for example in (item for group in rule.examples for item in group.items):
+            if example.name is not None and example.name not in scope.tensors | scope.scalars:
+                self.error(f"example for '{example.name}', which the pattern does not bind", example.pos)
+            if example.dtype is not None and example.dtype not in DTYPES:
+                self.error(f"unknown element type '{example.dtype}'", example.pos)
+            if example.value is not None:
+                self.check_expr(example.value, _Scope())
         self.check_replacement(rule, scope)
 
     def check_replacement(self, rule: A.Rule, scope: _Scope) -> None:

@@ -287,6 +287,30 @@ class _ToAst(Transformer):
     def let(self, meta, children):
         return [A.Let(str(children[0]), children[1], _pos(meta))]
 
+    def dim_int(self, children):
+        return int(children[0])
+
+    def dim_name(self, children):
+        return str(children[0])
+
+    @v_args(meta=True)
+    def example_shape(self, meta, children):
+        name, dtype, *dims = children
+        dims = tuple(d for d in dims if d is not None)
+        return A.Example(str(name), None if dtype is None else str(dtype), dims, pos=_pos(meta))
+
+    @v_args(meta=True)
+    def example_value(self, meta, children):
+        return A.Example(str(children[0]), value=children[1], pos=_pos(meta))
+
+    @v_args(meta=True)
+    def example_opset(self, meta, children):
+        return A.Example(None, opset=int(children[0]), pos=_pos(meta))
+
+    @v_args(meta=True)
+    def example(self, meta, children):
+        return [A.ExampleSet(tuple(children), _pos(meta))]
+
     def body(self, children):
         return [item for group in children for item in group]
 
@@ -328,6 +352,7 @@ class _ToAst(Transformer):
             name=str(name_tok), root=root, equations=equations,
             wheres=tuple(i for i in body if isinstance(i, A.Where)),
             lets=tuple(i for i in body if isinstance(i, A.Let)),
+            examples=tuple(i for i in body if isinstance(i, A.ExampleSet)),
             replacement=replacement, tolerance=tolerance, pos=_pos(name_tok), file=self.file,
             providers=providers)
 

@@ -1,0 +1,88 @@
+"""Run models in onnxruntime (all optimizations off) and compare their outputs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import helper
+
+
+def random_feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
+    """Random inputs for every graph input: normal floats, small non-negative ints, bools."""
+    rng = np.random.default_rng(seed)
+    initializers = {t.name for t in model.graph.initializer}
+    feeds = {}
+    for vi in model.graph.input:
+        if vi.name in initializers:
+            continue
+        tensor = vi.type.tensor_type
+        shape = [d.dim_value if d.HasField("dim_value") else 2 for d in tensor.shape.dim]
+        dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+        if np.issubdtype(dtype, np.floating):
+            feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
+        elif dtype == np.bool_:
+            feeds[vi.name] = rng.integers(0, 2, shape).astype(bool)
+        else:
+            feeds[vi.name] = rng.integers(0, 4, shape).astype(dtype)
+    return feeds
+
+
+def run_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 4
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feeds)))
+
+
+DEFAULT_TOLERANCE = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-7}
+
+
+@dataclass
+class Difference:
+    """The first output that differs, and the largest errors seen."""
+
+    output: str
+    message: str
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+
+
+def compare_outputs(before: dict[str, np.ndarray], after: dict[str, np.ndarray],
+                    tolerance: float | None = None) -> tuple[Difference | None, float, float]:
+    """(first difference or None, max abs error, max rel error) over outputs by name.
+
+    Floats agree when |a - b| <= tol * (1 + |a|) elementwise (tol per dtype unless the rule
+    sets one); NaN must meet NaN and infinities their own sign.  Other types must be equal."""
+    worst_abs = worst_rel = 0.0
+    for name, expected in before.items():
+        if name not in after:
+            return Difference(name, f"output '{name}' is missing after the rewrite"), worst_abs, worst_rel
+        actual = after[name]
+        if expected.shape != actual.shape or expected.dtype != actual.dtype:
+            return (Difference(name, f"output '{name}' is {actual.dtype}{list(actual.shape)} after the rewrite, "
+                                     f"{expected.dtype}{list(expected.shape)} before"), worst_abs, worst_rel)
+        if expected.dtype.kind != "f":
+            if not np.array_equal(expected, actual):
+                return Difference(name, f"output '{name}' differs"), worst_abs, worst_rel
+            continue
+        a, b = expected.astype(np.float64), actual.astype(np.float64)
+        nan_a, nan_b = np.isnan(a), np.isnan(b)
+        if not np.array_equal(nan_a, nan_b) or not np.array_equal(np.isposinf(a), np.isposinf(b)) \
+                or not np.array_equal(np.isneginf(a), np.isneginf(b)):
+            return Difference(name, f"output '{name}' has NaN/inf in other places"), worst_abs, worst_rel
+        finite = np.isfinite(a)
+        err = np.abs(a - b)[finite]
+        if err.size:
+            worst_abs = max(worst_abs, float(err.max()))
+            worst_rel = max(worst_rel, float((err / (np.abs(a[finite]) + 1e-12)).max()))
+        tol = tolerance if tolerance is not None else DEFAULT_TOLERANCE.get(expected.dtype, 1e-4)
+        bad = err > tol * (1 + np.abs(a[finite]))
+        if bad.any():
+            return (Difference(name, f"output '{name}' differs: max abs error {float(err.max()):.3g}, "
+                                     f"tolerance {tol:g}", float(err.max()), worst_rel), worst_abs, worst_rel)
+    return None, worst_abs, worst_rel

@@ -1,0 +1,303 @@
+"""What to feed a pattern node's free inputs and attributes so the instance is well-typed.
+
+Knowledge of common ops' input shapes (Conv weights, BatchNorm statistics, MatMul operands,
+broadcasting partners...) lives here, one function per op family.  An op without an entry
+gets the instance's main shape; onnx shape inference then decides whether the draw is
+valid.  Rules can always steer with ``example`` hints instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from onnx import TensorProto
+
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+BOOL = TensorProto.BOOL
+
+Draw = Callable  # draw(strategy) -> value: hypothesis' data.draw
+
+
+@dataclass
+class Spec:
+    """A free input to create: element type, shape, and optionally fixed contents."""
+
+    dtype: int
+    shape: list[int]
+    value: np.ndarray | None = None
+    const: bool = False          # the op needs a constant here (shape, axes...)
+
+
+@dataclass
+class NodeContext:
+    """What is known while generating one node."""
+
+    op: str
+    domain: str
+    opset: int
+    known: list[tuple[int, list[int]] | None]   # (dtype, shape) of each input slot, if known
+    attrs: dict = field(default_factory=dict)
+    main_shape: list[int] = field(default_factory=list)
+    dtype: int = F
+
+    def shape(self, slot: int) -> list[int] | None:
+        if slot < len(self.known) and self.known[slot] is not None:
+            return self.known[slot][1]
+        return None
+
+    def type(self, slot: int) -> int | None:
+        if slot < len(self.known) and self.known[slot] is not None:
+            return self.known[slot][0]
+        return None
+
+
+BROADCASTING = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal",
+                          "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "PRelu", "Mod"})
+BOOLEAN = frozenset({"And", "Or", "Xor", "Not"})
+
+
+def broadcast_partner(draw: Draw, shape: list[int]) -> list[int]:
+    """A shape that broadcasts against ``shape`` without growing it (mostly), sometimes
+    one that does (a near miss for rules that must check it)."""
+    from hypothesis import strategies as st
+
+    kind = draw(st.sampled_from(["same", "same", "last", "suffix", "ones", "axis", "axis", "scalar",
+                                 "grow"]))
+    if kind == "same" or not shape:
+        return list(shape)
+    if kind == "last":  # a bias along the last axis, the most common addend in real models
+        return [shape[-1]]
+    if kind == "suffix":
+        return list(shape[draw(st.integers(0, len(shape))):])
+    if kind == "ones":
+        return [d if draw(st.booleans()) else 1 for d in shape]
+    if kind == "axis":  # varies along one axis only: [C, 1, 1] per-channel style, or another axis
+        axis = draw(st.integers(0, len(shape) - 1))
+        full = [1] * len(shape)
+        full[axis] = shape[axis]
+        return full[draw(st.integers(0, axis)):]
+    if kind == "scalar":
+        return draw(st.sampled_from([[], [1]]))
+    return [2] + list(shape)  # grows the rank
+
+
+def input_spec(draw: Draw, ctx: NodeContext, slot: int) -> Spec:
+    """The spec of free input ``slot`` of a node (see the module docstring)."""
+    handler = _HANDLERS.get((ctx.domain, ctx.op))
+    if handler is not None:
+        spec = handler(draw, ctx, slot)
+        if spec is not None:
+            return spec
+    if ctx.op in BOOLEAN and ctx.domain == "":
+        other = next((s for s in (ctx.shape(i) for i in range(len(ctx.known))) if s is not None), None)
+        return Spec(BOOL, broadcast_partner(draw, other) if other is not None else list(ctx.main_shape))
+    if ctx.op in BROADCASTING and ctx.domain == "":
+        other = next((ctx.known[i] for i in range(len(ctx.known)) if i != slot and ctx.known[i]), None)
+        if other is not None:
+            return Spec(other[0], broadcast_partner(draw, other[1]))
+    return Spec(ctx.dtype, list(ctx.main_shape))
+
+
+# ------------------------------------------------------------------- per-op handlers
+
+
+def _conv(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    """Channels and spatial sizes come from one small pool, so they often coincide (which
+    is when a per-channel check that looks at sizes only goes wrong)."""
+    from hypothesis import strategies as st
+
+    group = int(ctx.attrs.get("group", 1) or 1)
+    x = ctx.shape(0)
+    if slot == 0:
+        rank = draw(st.sampled_from([4, 3]))
+        channels = group * draw(st.integers(1, 3))
+        return Spec(ctx.dtype, [draw(st.integers(1, 2)), channels] + [draw(st.integers(1, 4)) for _ in range(rank - 2)])
+    if x is None:
+        return None
+    kernel = ctx.attrs.get("kernel_shape") or [draw(st.integers(1, min(3, d))) for d in x[2:]]
+    if slot == 1:
+        out_channels = group * draw(st.integers(1, 4))
+        return Spec(ctx.dtype, [out_channels, x[1] // group] + list(kernel))
+    w = ctx.shape(1)
+    return Spec(ctx.dtype, [w[0] if w else x[1]])
+
+
+def _batchnorm(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    x = ctx.shape(0)
+    if slot == 0 or x is None or len(x) < 2:
+        return None
+    return Spec(ctx.dtype, [x[1]])
+
+
+def _layernorm(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    x = ctx.shape(0)
+    if slot == 0 or x is None:
+        return None
+    axis = int(ctx.attrs.get("axis", -1))
+    return Spec(ctx.dtype, list(x[axis if axis >= 0 else len(x) + axis:]))
+
+
+def _matmul(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    from hypothesis import strategies as st
+
+    a = ctx.shape(0)
+    if slot == 1 and a is not None and a:
+        transposed = int(ctx.attrs.get("transB", 0) or 0)
+        n = draw(st.integers(1, 5))
+        tail = [n, a[-1]] if transposed else [a[-1], n]
+        if len(a) > 2 and draw(st.booleans()):
+            return Spec(ctx.dtype, list(a[:-2]) + tail)
+        return Spec(ctx.dtype, tail)
+    if slot == 0:
+        b = ctx.shape(1)
+        if b is not None and len(b) >= 2:
+            return Spec(ctx.dtype, [draw(st.integers(1, 4)), b[-2]])
+        return Spec(ctx.dtype, list(ctx.main_shape) if len(ctx.main_shape) >= 2 else [2, 3])
+    return None
+
+
+def _gemm(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    from hypothesis import strategies as st
+
+    trans_a, trans_b = int(ctx.attrs.get("transA", 0) or 0), int(ctx.attrs.get("transB", 0) or 0)
+    a, b = ctx.shape(0), ctx.shape(1)
+    if slot == 0:
+        if b is not None and len(b) == 2:
+            k = b[1] if trans_b else b[0]
+            m = draw(st.integers(1, 4))
+            return Spec(ctx.dtype, [k, m] if trans_a else [m, k])
+        return Spec(ctx.dtype, [draw(st.integers(1, 4)), draw(st.integers(1, 4))])
+    if slot == 1 and a is not None and len(a) == 2:
+        k = a[0] if trans_a else a[1]
+        n = draw(st.integers(1, 4))
+        return Spec(ctx.dtype, [n, k] if trans_b else [k, n])
+    if slot == 2 and a is not None and b is not None and len(a) == 2 and len(b) == 2:
+        m = a[1] if trans_a else a[0]
+        n = b[0] if trans_b else b[1]
+        return Spec(ctx.dtype, draw(st.sampled_from([[n], [1, n], [m, n], [m, 1], []])))
+    return None
+
+
+def _clip(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    if slot == 0:
+        return None
+    return Spec(ctx.type(0) or ctx.dtype, [])
+
+
+def _dropout(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    from hypothesis import strategies as st
+
+    if slot == 1:
+        return Spec(F, [], np.asarray(draw(st.sampled_from([0.0, 0.1, 0.5])), np.float32), const=True)
+    if slot == 2:
+        return Spec(BOOL, [], np.asarray(draw(st.booleans())), const=True)
+    return None
+
+
+def _axes_values(draw, rank: int, count: int) -> list[int]:
+    from hypothesis import strategies as st
+
+    axes = draw(st.permutations(list(range(rank))))[:count]
+    return [a - rank if draw(st.booleans()) else a for a in axes]
+
+
+def _slice(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    from hypothesis import strategies as st
+
+    x = ctx.shape(0)
+    if slot == 0 or x is None or not x:
+        return None
+    count = len(ctx.attrs.get("_slice_axes", [])) or 1
+    if slot == 3:
+        axes = _axes_values(draw, len(x), count)
+        ctx.attrs["_slice_axes"] = axes
+        return Spec(I64, [len(axes)], np.asarray(axes, np.int64), const=True)
+    if slot == 1:
+        return Spec(I64, [count], np.asarray([draw(st.sampled_from([0, 0, 1])) for _ in range(count)], np.int64), const=True)
+    if slot == 2:
+        ends = [draw(st.sampled_from([np.iinfo(np.int64).max, 2**31 - 1, 100, 1, -1])) for _ in range(count)]
+        return Spec(I64, [count], np.asarray(ends, np.int64), const=True)
+    if slot == 4:
+        return Spec(I64, [count], np.asarray([draw(st.sampled_from([1, 1, 2])) for _ in range(count)], np.int64), const=True)
+    return None
+
+
+def _unsqueeze(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    from hypothesis import strategies as st
+
+    x = ctx.shape(0)
+    if slot == 1 and x is not None:
+        axis = draw(st.integers(-(len(x) + 1), len(x)))
+        return Spec(I64, [1], np.asarray([axis], np.int64), const=True)
+    return None
+
+
+def _expand(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    from hypothesis import strategies as st
+
+    x = ctx.shape(0)
+    if slot == 1 and x is not None:
+        kind = draw(st.sampled_from(["ones", "same", "grow"]))
+        target = [1] * draw(st.integers(0, len(x))) if kind == "ones" else list(x) if kind == "same" \
+            else [2] + [d if d != 1 else 3 for d in x]
+        return Spec(I64, [len(target)], np.asarray(target, np.int64), const=True)
+    return None
+
+
+def _where(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    base = next((s for s in (ctx.shape(i) for i in range(3)) if s is not None), ctx.main_shape)
+    if slot == 0:
+        return Spec(BOOL, list(base))
+    other = ctx.type(1) or ctx.type(2) or ctx.dtype
+    return Spec(other, broadcast_partner(draw, list(base)))
+
+
+def _bias_last_axis(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    x = ctx.shape(0)
+    if slot >= 1 and x:
+        return Spec(ctx.dtype, [x[-1]])
+    return None
+
+
+def _skip_layernorm(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    x = ctx.shape(0)
+    if slot == 0:
+        return Spec(ctx.dtype, list(ctx.main_shape) if len(ctx.main_shape) == 3 else [2, 3, 4])
+    if x is None:
+        return None
+    return Spec(ctx.dtype, list(x) if slot == 1 else [x[-1]])
+
+
+_HANDLERS: dict[tuple[str, str], Callable] = {
+    ("", "Conv"): _conv, ("", "BatchNormalization"): _batchnorm,
+    ("", "LayerNormalization"): _layernorm, ("", "MatMul"): _matmul, ("", "Gemm"): _gemm,
+    ("", "Clip"): _clip, ("", "Dropout"): _dropout, ("", "Slice"): _slice,
+    ("", "Unsqueeze"): _unsqueeze, ("", "Expand"): _expand, ("", "Where"): _where,
+    ("com.microsoft", "FusedMatMul"): _matmul, ("com.microsoft", "BiasGelu"): _bias_last_axis,
+    ("com.microsoft", "SkipLayerNormalization"): _skip_layernorm,
+}
+
+
+# --------------------------------------------------------------------- attributes
+
+def attribute_candidates(op: str, name: str, rank: int) -> list | None:
+    """Values worth trying for a captured attribute (None: leave it at its default)."""
+    table = {
+        "epsilon": [1e-5, 1e-3, 0.1, 1.0],
+        "alpha": [1.0, 0.5, 2.0],
+        "beta": [1.0, 0.5, 2.0],
+        "transA": [0, 1], "transB": [0, 1],
+        "group": [1, 2],
+        "strides": [[1] * max(rank - 2, 1), [2] * max(rank - 2, 1)],
+        "pads": [[0] * (2 * max(rank - 2, 1)), [1] * (2 * max(rank - 2, 1))],
+        "to": [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64],
+        "axis": list(range(-rank, rank)) if rank else [0],
+        "keepdims": [0, 1],
+        "axes": [[-1], [rank - 1], [0]] + ([[1]] if rank > 2 else []) if rank else None,
+        "min": [-1.0, 0.5], "max": [1.0, 6.0],
+    }
+    if name == "perm":
+        return None  # drawn as a permutation of the input rank
+    return table.get(name)

@@ -1,0 +1,160 @@
+"""The verifier: seeded bugs are caught with the default budget, failures are shrunk and
+saved as files a user can open, rules that never apply are findings, shipped packs pass."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+import rewriter
+from rewriter.rewrite import apply as apply_module
+from rewriter.verify import DEFAULT_EXAMPLES, verify
+from rewriter.verify.compare import run_model
+
+HEADER = "pack mutants level 1\n"
+
+
+def verify_text(text: str, tmp_path, examples: int = DEFAULT_EXAMPLES, level: int = 1,
+                shrink_seconds: float = 1.0):
+    pack = rewriter.load_pack_text(text.replace("level 1", f"level {level}", 1), "mutants.rules")
+    return verify(packs=[pack], examples=examples, out=tmp_path, seed=1, shrink_seconds=shrink_seconds)
+
+
+def only_verdict(report):
+    (verdict,) = report.verdicts
+    return verdict
+
+
+# ----------------------------------------------------------------- seeded mutants
+
+GELU_WRONG_CONSTANT = HEADER + """
+rule GeluWrongConstant root e {
+    d = Div(x, ~1.5)
+    e = Erf(d)
+    y = Mul(Mul(x, Add(e, 1.0)), 0.5)
+  =>
+    y = com.microsoft.Gelu(x)
+}"""
+
+CONV_BN_WITHOUT_EPSILON = HEADER + """
+rule ConvBatchNormNoEpsilon root c {
+    c = Conv(x, W, B?)
+    y = BatchNormalization(c, scale, b, mean, var) {epsilon}
+  where const(W, B, scale, b, mean, var)
+  let k = scale / sqrt(var)
+  =>
+    y = Conv(x, W * reshape(k, [-1] + [1] * (rank(W) - 1)), ((B ?? 0) - mean) * k + b) {...c}
+}"""
+
+CONV_ADD_WITHOUT_PER_CHANNEL_CHECK = HEADER + """
+rule ConvAddAnyShape root c {
+    c = Conv(x, W, B?)
+    y = Add(c, b)
+  where const(W, B, b) and size(b) == shape(W)[0]
+  =>
+    y = Conv(x, W, (B ?? 0) + reshape(b, [-1])) {...c}
+}"""
+
+LAYER_NORM_IGNORING_AXIS = HEADER + """
+rule LayerNormAnyAxis root m {
+    m = ReduceMean(x) {axes: ax}
+    d = Sub(x, m)
+    v = ReduceMean(Pow(d, 2.0)) {axes: ax}
+    y = Div(d, Sqrt(Add(v, ~0.00001)))
+  where opset() < 18 and is_float(x)
+  example x: [B, S, H], opset 17
+  =>
+    y = LayerNormalization(x, ones([shape(x)[-1]], dtype(x)), zeros([shape(x)[-1]], dtype(x)))
+        {axis: -1, epsilon: 0.00001}
+}"""
+
+
+@pytest.mark.parametrize("text, level", [
+    (GELU_WRONG_CONSTANT, 2),
+    (CONV_BN_WITHOUT_EPSILON, 1),
+    (CONV_ADD_WITHOUT_PER_CHANNEL_CHECK, 1),
+    (LAYER_NORM_IGNORING_AXIS, 1),
+], ids=["gelu-wrong-constant", "conv-bn-no-epsilon", "conv-add-no-per-channel-check",
+        "layernorm-ignores-axis"])
+def test_seeded_mutant_is_caught_with_the_default_budget(text, level, tmp_path):
+    verdict = only_verdict(verify_text(text.replace("pack mutants level 1", "pack mutants level 1"
+                                                    + (" providers CPU" if level >= 2 else "")),
+                                       tmp_path, level=level))
+    assert verdict.verdict == "FAIL", verdict
+
+
+def test_identity_elimination_that_ignores_graph_outputs_is_caught(tmp_path, monkeypatch):
+    """An engine bug (graph outputs treated as ordinary values) must not pass verification."""
+    original = apply_module.Rewriter.apply
+
+    def buggy(self, match):
+        real = type(self.view).is_graph_output
+        monkeypatch.setattr(type(self.view), "is_graph_output", lambda view, value: False)
+        try:
+            return original(self, match)
+        finally:
+            monkeypatch.setattr(type(self.view), "is_graph_output", real)
+
+    monkeypatch.setattr(apply_module.Rewriter, "apply", buggy)
+    report = verify(packs=[p for p in rewriter.bundled_packs() if p.name == "basic"],
+                    rule="IdentityElimination", out=tmp_path, seed=1, shrink_seconds=1.0)
+    assert only_verdict(report).verdict == "FAIL"
+
+
+# ------------------------------------------------------------------ what a user gets
+
+@pytest.fixture(scope="module")
+def conv_bn_failure(tmp_path_factory):
+    """One failing campaign, shrunk with the default budget, shared by the tests below."""
+    out = tmp_path_factory.mktemp("verify")
+    return only_verdict(verify_text(CONV_BN_WITHOUT_EPSILON, out, shrink_seconds=8.0)), out
+
+
+def test_a_failure_is_saved_as_files_that_reproduce_it(conv_bn_failure):
+    verdict, out = conv_bn_failure
+    folder = verdict.artifacts
+    assert folder == out / "mutants" / "ConvBatchNormNoEpsilon"
+    before = onnx.load(str(folder / "before.onnx"))
+    after = onnx.load(str(folder / "after.onnx"))
+    feeds = dict(np.load(folder / "inputs.npz"))
+    report = (folder / "report.txt").read_text()
+    assert "reproduce: rewriter verify" in report and "inputs:" in report and "constants:" in report
+    assert "differs" in report
+    a, b = run_model(before, feeds), run_model(after, feeds)
+    assert any(not np.allclose(a[k], b[k], atol=1e-4) for k in a)
+
+
+def test_the_saved_counterexample_is_shrunk(conv_bn_failure):
+    verdict, _ = conv_bn_failure
+    before = onnx.load(str(verdict.artifacts / "before.onnx"))
+    assert len(before.graph.node) <= 4  # the pattern itself, at most wrapped
+    sizes = [int(np.prod(t.dims)) for t in before.graph.initializer]
+    assert max(sizes) <= 64
+
+
+def test_a_rule_that_never_applies_is_reported_unverified(tmp_path):
+    never = HEADER + "rule Never { y = Relu(x) where rank(x) == 99 => y = Neg(x) }"
+    verdict = only_verdict(verify_text(never, tmp_path, examples=20))
+    assert verdict.verdict == "unverified" and "never applied" in verdict.message
+
+
+def test_a_correct_rule_passes_and_counts_its_draws(tmp_path):
+    verdict = only_verdict(verify(packs=[p for p in rewriter.bundled_packs() if p.name == "basic"],
+                                  rule="ConvBatchNormFusion", examples=30, out=tmp_path, seed=3))
+    assert verdict.verdict == "ok"
+    assert verdict.applied > 0 and verdict.draws == 30
+    assert verdict.near_misses >= verdict.near_misses_refused
+
+
+@pytest.mark.slow
+def test_every_shipped_rule_verifies_with_the_default_budget(tmp_path):
+    report = verify(examples=DEFAULT_EXAMPLES, out=tmp_path, seed=0)
+    bad = [(v.rule, v.verdict, v.message) for v in report.verdicts if v.verdict != "ok"]
+    assert not bad
+
+
+def test_every_shipped_rule_verifies_quickly(tmp_path):
+    """The short CI version of the campaign: every rule applies and keeps the numbers."""
+    report = verify(examples=25, out=tmp_path, seed=0)
+    bad = [(v.rule, v.verdict, v.message) for v in report.verdicts if v.verdict != "ok"]
+    assert not bad
