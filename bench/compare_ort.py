@@ -20,6 +20,7 @@ import onnx
 import onnxruntime as ort
 
 import rewriter
+from rewriter.verify.compare import random_feeds
 
 ORT_LEVELS = {
     "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
@@ -36,24 +37,6 @@ def ort_optimized(path: Path, level: str) -> onnx.ModelProto:
         options.optimized_model_filepath = str(Path(tmp) / "ort.onnx")
         ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         return onnx.load(options.optimized_model_filepath, load_external_data=False)
-
-
-def random_feeds(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    inits = {t.name for t in model.graph.initializer}
-    feeds = {}
-    for vi in model.graph.input:
-        if vi.name in inits:
-            continue
-        tt = vi.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") else 2 for d in tt.shape.dim]
-        dtype = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)
-        if np.issubdtype(dtype, np.floating):
-            feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
-        else:
-            high = 2 if any(k in vi.name for k in ("mask", "type")) else 50
-            feeds[vi.name] = rng.integers(0, high, shape).astype(dtype)
-    return feeds
 
 
 def run(model: onnx.ModelProto, feeds, base_dir: Path) -> list[np.ndarray]:
@@ -77,7 +60,7 @@ def compare(path: Path, level: str) -> dict:
         checker = "ok"
     except Exception as error:  # report, do not stop the sweep
         checker = f"FAIL {str(error).splitlines()[0][:60]}"
-    feeds = random_feeds(original)
+    feeds = random_feeds(original, 0)
     diff = max(float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
                for a, b in zip(run(original, feeds, path.parent), run(ours.model, feeds, path.parent)))
     ours_ops = Counter(n.op_type for n in ours.model.graph.node)

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 import rewriter
+from rewriter.verify.compare import random_feeds as _random_feeds
+from rewriter.verify.compare import run_model
 
 MODELS = Path(__file__).parent / "models"
 IR_VERSION = 8  # onnxruntime loads IR <= 10; onnx's helper would write a newer one
@@ -37,31 +38,11 @@ def ops(m: onnx.ModelProto) -> Counter:
 
 
 def random_feeds(m: onnx.ModelProto, seed: int = 0, batch: int = 1) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    initializer_names = {t.name for t in m.graph.initializer}
-    feeds = {}
-    for vi in m.graph.input:
-        if vi.name in initializer_names:
-            continue
-        tt = vi.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") else batch for d in tt.shape.dim]
-        dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
-        if np.issubdtype(dtype, np.floating):
-            feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
-        elif dtype == np.bool_:
-            feeds[vi.name] = rng.integers(0, 2, shape).astype(bool)
-        else:
-            high = 2 if any(k in vi.name for k in ("mask", "type")) else 50
-            feeds[vi.name] = rng.integers(0, high, shape).astype(dtype)
-    return feeds
+    return _random_feeds(m, seed, dynamic_dim=batch)
 
 
 def run(m: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(m.SerializeToString(), options,
-                                   providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)
+    return list(run_model(m, feeds).values())
 
 
 def assert_same_outputs(before: onnx.ModelProto, after: onnx.ModelProto, atol: float = 1e-5,

@@ -8,8 +8,9 @@ import onnx
 from onnx import helper
 
 
-def random_feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
-    """Random inputs for every graph input: normal floats, small non-negative ints, bools."""
+def random_feeds(model: onnx.ModelProto, seed: int, dynamic_dim: int = 2) -> dict[str, np.ndarray]:
+    """Random inputs for every graph input: normal floats, bools, and small non-negative
+    ints (0/1 for inputs named like masks or type ids, which index 2-row tables)."""
     rng = np.random.default_rng(seed)
     initializers = {t.name for t in model.graph.initializer}
     feeds = {}
@@ -17,14 +18,15 @@ def random_feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
         if vi.name in initializers:
             continue
         tensor = vi.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") else 2 for d in tensor.shape.dim]
+        shape = [d.dim_value if d.HasField("dim_value") else dynamic_dim for d in tensor.shape.dim]
         dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
         if np.issubdtype(dtype, np.floating):
             feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
         elif dtype == np.bool_:
             feeds[vi.name] = rng.integers(0, 2, shape).astype(bool)
         else:
-            feeds[vi.name] = rng.integers(0, 4, shape).astype(dtype)
+            high = 2 if any(k in vi.name for k in ("mask", "type")) else 4
+            feeds[vi.name] = rng.integers(0, high, shape).astype(dtype)
     return feeds
 
 
