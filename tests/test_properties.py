@@ -121,8 +121,9 @@ def _motif(builder: _Builder, kind: str, value: float, const_shape: list[int], e
         builder.op("Cast", [d], to=F)
     elif kind == "expand":
         builder.op("Expand", [x, builder.const(np.array([1] * len(const_shape), np.int64))])
-    elif kind == "div_mul":
-        d = builder.op("Div", [c(1.0), builder.op("Abs", [x])])
+    elif kind == "div_mul":  # x * (1 / (|x| + 1)): well-conditioned, so bit-level
+        #                          differences of a / x vs (1 / x) * a cannot blow up later
+        d = builder.op("Div", [c(1.0), builder.op("Add", [builder.op("Abs", [x]), c(1.0)])])
         builder.op("Mul", [x, d])
     elif kind == "gelu":
         d = builder.op("Div", [x, builder.const(np.float32(1.4142135))])

@@ -142,7 +142,7 @@ def test_a_correct_rule_passes_and_counts_its_draws(tmp_path):
     verdict = only_verdict(verify(packs=[p for p in rewriter.bundled_packs() if p.name == "basic"],
                                   rule="ConvBatchNormFusion", examples=30, out=tmp_path, seed=3))
     assert verdict.verdict == "ok"
-    assert verdict.applied > 0 and verdict.draws == 30
+    assert 0 < verdict.applied <= verdict.draws <= 30
     assert verdict.near_misses >= verdict.near_misses_refused
 
 
