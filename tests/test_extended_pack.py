@@ -143,3 +143,100 @@ def test_extended_rules_do_not_run_on_providers_they_do_not_name():
     on_cuda = rewriter.optimize(m, level="extended", rules=[cuda_only], bundled=False, providers="CUDA")
     assert on_cuda.report.applied("GeluErf") == 1
     assert {n.op_type for n in on_cuda.model.graph.node} == {"Gelu"}
+
+
+def conv_then(nodes, inits=(), opset=17, z_shape=None):
+    inputs = [tensor("x", F, [1, 3, 6, 6])]
+    if z_shape is not None:
+        inputs.append(tensor("z", F, z_shape))
+    return model([helper.make_node("Conv", ["x", "W", "B"], ["c"], pads=[1, 1, 1, 1])] + nodes, inputs,
+                 [tensor("y", F, [1, 4, 6, 6])], [init("W", rand(4, 3, 3, 3)), init("B", rand(4)), *inits],
+                 opset=opset)
+
+
+@pytest.mark.parametrize("activation", ["Relu", "Sigmoid", "Tanh"])
+def test_conv_activation_fusion(activation):
+    after = check(conv_then([helper.make_node(activation, ["c"], ["y"])]), "ConvActivationFusion", True)
+    (node,) = after.graph.node
+    assert node.op_type == "FusedConv"
+    assert helper.get_attribute_value([a for a in node.attribute if a.name == "activation"][0]) == activation.encode()
+    assert [helper.get_attribute_value(a) for a in node.attribute if a.name == "pads"] == [[1, 1, 1, 1]]
+
+
+def test_conv_leaky_relu_and_clip_fusions_carry_their_parameters():
+    after = check(conv_then([helper.make_node("LeakyRelu", ["c"], ["y"], alpha=0.2)]), "ConvLeakyReluFusion", True)
+    params = [helper.get_attribute_value(a) for a in after.graph.node[0].attribute if a.name == "activation_params"]
+    assert np.allclose(params, [[0.2]])
+    clip = conv_then([helper.make_node("Clip", ["c", "lo", "hi"], ["y"])],
+                     [init("lo", np.float32(0)), init("hi", np.float32(6))])
+    check(clip, "ConvClipFusion", True)
+
+
+def test_conv_add_relu_fusion_takes_a_same_shape_residual():
+    m = conv_then([helper.make_node("Add", ["c", "z"], ["s"]), helper.make_node("Relu", ["s"], ["y"])],
+                  z_shape=[1, 4, 6, 6])
+    after = check(m, "ConvAddReluFusion", True)
+    assert [n.op_type for n in after.graph.node] == ["FusedConv"] and len(after.graph.node[0].input) == 4
+
+
+def test_conv_add_relu_fusion_refuses_a_broadcasting_addend():
+    m = conv_then([helper.make_node("Add", ["c", "z"], ["s"]), helper.make_node("Relu", ["s"], ["y"])],
+                  z_shape=[1, 4, 1, 1])
+    check(m, "ConvAddReluFusion", False)
+
+
+def fast_gelu_graph(k1=0.044715):
+    nodes = [helper.make_node("Pow", ["x", "three"], ["p"]), helper.make_node("Mul", ["p", "k1"], ["q"]),
+             helper.make_node("Add", ["x", "q"], ["s"]), helper.make_node("Mul", ["s", "k2"], ["u"]),
+             helper.make_node("Tanh", ["u"], ["h"]), helper.make_node("Add", ["h", "one"], ["a"]),
+             helper.make_node("Mul", ["x", "half"], ["xh"]), helper.make_node("Mul", ["xh", "a"], ["y"])]
+    consts = {"three": 3.0, "k1": k1, "k2": 0.7978845608, "one": 1.0, "half": 0.5}
+    return model(nodes, [tensor("x", F, [2, 8])], [tensor("y", F, [2, 8])],
+                 [init(k, np.float32(v)) for k, v in consts.items()])
+
+
+def test_fast_gelu_fusion():
+    after = check(fast_gelu_graph(), "FastGeluTanh", True, atol=1e-4)
+    assert ops(after) == {"FastGelu": 1}
+    check(fast_gelu_graph(k1=0.05), "FastGeluTanh", False)
+
+
+def test_quick_gelu_fusion_carries_alpha():
+    m = model([helper.make_node("Mul", ["x", "k"], ["kx"]), helper.make_node("Sigmoid", ["kx"], ["g"]),
+               helper.make_node("Mul", ["x", "g"], ["y"])],
+              [tensor("x", F, [2, 8])], [tensor("y", F, [2, 8])], [init("k", np.float32(1.702))])
+    after = check(m, "QuickGeluFusion", True)
+    assert np.isclose(helper.get_attribute_value(after.graph.node[0].attribute[0]), 1.702)
+
+
+def decomposed_layer_norm(opset=17, axes=(-1,), residual=False, eps=1e-5):
+    x = "x"
+    nodes = []
+    if residual:
+        nodes.append(helper.make_node("Add", ["a", "b"], ["x"]))
+    nodes += [helper.make_node("ReduceMean", [x], ["m"], axes=list(axes)),
+              helper.make_node("Sub", [x, "m"], ["d"]), helper.make_node("Pow", ["d", "two"], ["p"]),
+              helper.make_node("ReduceMean", ["p"], ["v"], axes=list(axes)),
+              helper.make_node("Add", ["v", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["s"]),
+              helper.make_node("Div", ["d", "s"], ["n"]), helper.make_node("Mul", ["n", "gamma"], ["g"]),
+              helper.make_node("Add", ["g", "beta"], ["y"])]
+    inputs = [tensor("a", F, [2, 4, 8]), tensor("b", F, [2, 4, 8])] if residual else [tensor("x", F, [2, 4, 8])]
+    return model(nodes, inputs, [tensor("y", F, [2, 4, 8])],
+                 [init("two", np.float32(2)), init("eps", np.float32(eps)), init("gamma", rand(8)),
+                  init("beta", rand(8))], opset=opset)
+
+
+def test_decomposed_layer_norm_fusion_from_opset_17():
+    after = check(decomposed_layer_norm(), "LayerNormDecomposed", True, atol=1e-4)
+    assert ops(after) == {"LayerNormalization": 1}
+
+
+def test_decomposed_layer_norm_refuses_another_axis_and_older_opsets():
+    check(decomposed_layer_norm(axes=(1,)), "LayerNormDecomposed", False)
+    check(decomposed_layer_norm(opset=14), "LayerNormDecomposed", False)
+
+
+def test_decomposed_layer_norm_over_a_residual_becomes_skip_layer_norm_at_any_opset():
+    after = check(decomposed_layer_norm(opset=14, residual=True), "SkipLayerNormDecomposed", True, atol=1e-4)
+    assert ops(after) == {"SkipLayerNormalization": 1}
+    check(decomposed_layer_norm(opset=14, residual=True, eps=-0.1), "SkipLayerNormDecomposed", False)

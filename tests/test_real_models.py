@@ -99,3 +99,21 @@ def test_annotated_bert_is_placed_as_the_setting_says_through_every_fusion():
     decisions = {d.rule: d.placed for d in result.report.partition.decisions}
     assert decisions["gpu(encoder)"] > 0 and decisions["cpu(=embeddings)"] > 0
     assert_same_outputs(original, model, atol=1e-4)
+
+
+def ort_node_count(path: Path, level) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = level
+        options.optimized_model_filepath = str(Path(tmp) / "ort.onnx")
+        ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return len(onnx.load(options.optimized_model_filepath, load_external_data=False).graph.node)
+
+
+@pytest.mark.parametrize("name", REAL_MODELS)
+def test_extended_level_is_valid_equal_and_no_bigger_than_onnxruntime(name):
+    path = MODELS / name
+    original = onnx.load(str(path))
+    result = rewriter.optimize(original, level="extended", providers="CPU")
+    assert_same_outputs(original, result.model, atol=1e-4)
+    assert len(result.model.graph.node) <= ort_node_count(path, ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)

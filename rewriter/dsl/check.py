@@ -184,7 +184,7 @@ class _Checker:
             if len(eq.outs) > 1 and not is_op:
                 self.error("several outputs need an op call on the right", eq.pos)
             if is_op:
-                self.check_replacement_call(value, visible, len(eq.outs))
+                self.check_replacement_call(value, visible, len(eq.outs), scope)
             else:
                 self.check_expr(value, visible)
             for out in eq.outs:
@@ -200,11 +200,15 @@ class _Checker:
                 defined.add(out.name)
                 visible.tensors.add(out.name)
 
-    def check_replacement_call(self, call: A.Call, scope: _Scope, n_outputs: int) -> None:
+    def check_replacement_call(self, call: A.Call, scope: _Scope, n_outputs: int,
+                               pattern_scope: _Scope) -> None:
+        """Inputs see ``scope`` (replaced values are gone); attribute expressions may also
+        read the matched values (``op(y)``, ``y.alpha``), so they see ``pattern_scope``."""
         domain, op = A.split_op_name(call.func)
         info = self.op_info(domain, op, call.pos)
         self.check_arity(info, len(call.args), n_outputs, False, op, call.pos,
                          required_inputs=len(call.args))
+        attr_scope = _Scope(scope.tensors | pattern_scope.tensors, scope.produced, scope.scalars)
         for attr in call.attrs or ():
             if isinstance(attr, A.AttrSpread):
                 if attr.var not in scope.produced:
@@ -212,10 +216,10 @@ class _Checker:
                                f"node", attr.pos)
             else:
                 self.check_attr_name(info, attr.name, op, attr.pos)
-                self.check_expr(attr.value, scope)
+                self.check_expr(attr.value, attr_scope)
         for arg in call.args:
             if isinstance(arg, A.Call) and arg.is_op:
-                self.check_replacement_call(arg, scope, 1)
+                self.check_replacement_call(arg, scope, 1, pattern_scope)
             else:
                 self.check_expr(arg, scope)
 

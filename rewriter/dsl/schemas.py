@@ -82,9 +82,10 @@ def _ort_schemas() -> dict[tuple[str, str], list[OpInfo]]:
         return {}
     table: dict[tuple[str, str], list[OpInfo]] = {}
     for schema in raw:
-        if normalize_domain(schema.domain) == "":
-            continue  # onnx.defs is the authority for the standard domain
-        table.setdefault((schema.domain, schema.name), []).append(_from_ort(schema))
+        # the standard domain is onnx.defs' — onnxruntime's entries there are kept as a
+        # fallback for the ops it adds to it (LayerNormalization before opset 17,
+        # SimplifiedLayerNormalization)
+        table.setdefault((normalize_domain(schema.domain), schema.name), []).append(_from_ort(schema))
     for versions in table.values():
         versions.sort(key=lambda info: info.since_version)
     return table
@@ -100,11 +101,10 @@ def find_schema(domain: str, op: str, version: int | None = None) -> OpInfo | No
                 schema = onnx.defs.get_schema(op, domain)
             else:
                 schema = onnx.defs.get_schema(op, int(version), domain)
+            return _from_onnx(schema)
         except onnx.defs.SchemaError:
             if domain != "":
                 return None
-            return None
-        return _from_onnx(schema)
     versions = _ort_schemas().get((domain, op))
     if not versions:
         return None
@@ -137,6 +137,7 @@ def op_signature(domain: str, op: str) -> OpInfo | None:
     domain = normalize_domain(domain)
     if domain in ("", "ai.onnx.ml", "ai.onnx.preview.training"):
         versions = [_from_onnx(s) for s in _onnx_schema_history().get((domain, op), [])]
+        versions += _ort_schemas().get((domain, op), [])
     else:
         versions = list(_ort_schemas().get((domain, op), []))
     if not versions:

@@ -211,6 +211,16 @@ def _opset(graph: GraphFacts, domain=""):
     return graph.opset(str(domain)) or 0
 
 
+@_register("op", 1, 1, graph=True)
+def _op(graph: GraphFacts, x):
+    """op(x): the op type of the node producing x (matters when alternatives matched)."""
+    ref = _ref(x, "op")
+    kind = None if ref is None else graph.op_type(ref.name)
+    if kind is None:
+        raise EvalFailure("op() of a value no node produces")
+    return kind
+
+
 @_register("value", 1, 1, graph=True)
 def _value(graph: GraphFacts, x):
     """value(x): the contents of constant x as an array."""

@@ -40,6 +40,8 @@ class GraphFacts(Protocol):
 
     def opset(self, domain: str) -> int | None: ...
 
+    def op_type(self, value: str) -> str | None: ...
+
 
 def materialize(graph: GraphFacts, value: object, what: str = "value") -> object:
     """Replace ``Ref``s (also inside lists) by their constant contents."""

@@ -406,6 +406,11 @@ class GraphView:
     def opset(self, domain: str) -> int | None:
         return self.opsets.get(normalize_domain(domain))
 
+    def op_type(self, value: str) -> str | None:
+        """The op type of the node producing ``value`` (None for inputs and initializers)."""
+        producer = self.producer(value)
+        return None if producer is None else self._nodes[producer].op_type
+
     def attribute(self, node_id: NodeId, name: str) -> object:
         """A node attribute as a Python value (None when absent; no schema default)."""
         for attr in self._nodes[node_id].attribute:
