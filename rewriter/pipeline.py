@@ -154,6 +154,7 @@ def optimize(model_or_path: ModelProto | str | os.PathLike, level: str | int = "
     if level_number >= 2:
         start = time.perf_counter()
         report.partition = partition(state, provider_order, layer_assignment)
+        _partition_subgraphs(state, provider_order, layer_assignment, report.partition)
         timings["partition"] = time.perf_counter() - start
         for lvl in (lvl for lvl in levels if lvl >= 2):
             _run_level(state, packs, lvl, Placement(after_partition=True), max_rewrites, report, timings)
@@ -169,8 +170,10 @@ def optimize(model_or_path: ModelProto | str | os.PathLike, level: str | int = "
     return Result(model, report)
 
 
-def _run_level(state: ModelState, packs: list[Pack], lvl: int, placement: Placement,
-               max_rewrites: int | None, report: Report, timings: dict[str, float]) -> None:
+def _run_level(state, packs: list[Pack], lvl: int, placement: Placement,
+               max_rewrites: int | None, report: Report, timings: dict[str, float],
+               counts: dict[str, RuleCount] | None = None) -> None:
+    """Run one level on a graph, then on each of its subgraphs (recursively)."""
     level_packs = [p for p in packs if p.level == lvl]
     runner = LevelRunner(state, level_packs, name=", ".join(p.name for p in level_packs),
                          max_rewrites=max_rewrites, placement=placement)
@@ -178,8 +181,29 @@ def _run_level(state: ModelState, packs: list[Pack], lvl: int, placement: Placem
     timings["match"] = timings.get("match", 0.0) + stats.match_seconds
     timings["rewrite"] = timings.get("rewrite", 0.0) + stats.rewrite_seconds
     timings["builtins"] = timings.get("builtins", 0.0) + stats.builtin_seconds
-    for rule in runner.rules:
-        report.rules.append(RuleCount(rule.name, lvl, stats.applied.get(rule.name, 0),
-                                      stats.refused.get(rule.name, 0)))
+    if counts is None:  # the main graph: one row per rule, subgraphs add to it
+        counts = {}
+        for rule in runner.rules:
+            counts[rule.name] = RuleCount(rule.name, lvl, 0, 0)
+            report.rules.append(counts[rule.name])
+    for name, count in stats.applied.items():
+        counts[name].applied += count
+    for name, count in stats.refused.items():
+        counts[name].refused += count
     for name, count in stats.builtins.items():
         report.builtins[name] = report.builtins.get(name, 0) + count
+    for sub in list(state.subgraph_states()):
+        _run_level(sub, packs, lvl, placement, max_rewrites, report, timings, counts)
+        sub.write_back()
+
+
+def _partition_subgraphs(state, providers: list[str], layer_assignment: str | None,
+                         part: PartitionReport) -> None:
+    """Subgraph nodes are placed by the same rules (ONNX Runtime partitions them too)."""
+    for sub in list(state.subgraph_states()):
+        inner = partition(sub, providers, layer_assignment)
+        for provider, count in inner.counts.items():
+            part.counts[provider] = part.counts.get(provider, 0) + count
+        part.warnings.extend(inner.warnings)
+        _partition_subgraphs(sub, providers, layer_assignment, part)
+        sub.write_back()

@@ -76,6 +76,11 @@ class ModelState:
             self.view.opsets[domain] = version
             self.added_domains[domain] = version
 
+    def subgraph_states(self):
+        """A state per subgraph of the main graph's current nodes (nested ones come from
+        their parent's state)."""
+        yield from _subgraph_states(self, self.view, self.view.live_values())
+
     def to_model(self) -> ModelProto:
         source, view = self.source, self.view
         model = ModelProto()
@@ -91,26 +96,74 @@ class ModelState:
         if hasattr(source, "training_info"):
             model.training_info.extend(source.training_info)
 
-        graph = model.graph
-        src = source.graph
-        graph.name = src.name
-        if src.HasField("doc_string"):
-            graph.doc_string = src.doc_string
-        if hasattr(graph, "metadata_props"):
-            graph.metadata_props.extend(src.metadata_props)
-        try:
-            graph.node.extend(view.topological_nodes())
-        except ValueError as err:
-            raise ModelError(f"rewriting produced an invalid graph: {err}") from None
-        graph.input.extend(view.graph_inputs)
-        graph.output.extend(view.graph_outputs)
-        graph.initializer.extend(view.initializers.values())
-        graph.sparse_initializer.extend(src.sparse_initializer)
-        live = view.live_values()
-        graph.value_info.extend(vi for vi in src.value_info if vi.name in live)
-        graph.quantization_annotation.extend(
-            qa for qa in src.quantization_annotation if qa.tensor_name in live)
+        model.graph.CopyFrom(write_graph(source.graph, view))
         return model
+
+
+def write_graph(src: GraphProto, view: GraphView) -> GraphProto:
+    """A graph proto from ``view``, keeping ``src``'s name, docs, metadata, inputs/outputs
+    (order and names), sparse initializers and the value_info of values that still exist."""
+    graph = GraphProto()
+    graph.name = src.name
+    if src.HasField("doc_string"):
+        graph.doc_string = src.doc_string
+    if hasattr(graph, "metadata_props"):
+        graph.metadata_props.extend(src.metadata_props)
+    try:
+        graph.node.extend(view.topological_nodes())
+    except ValueError as err:
+        raise ModelError(f"rewriting produced an invalid graph: {err}") from None
+    graph.input.extend(view.graph_inputs)
+    graph.output.extend(view.graph_outputs)
+    graph.initializer.extend(view.initializers.values())
+    graph.sparse_initializer.extend(src.sparse_initializer)
+    live = view.live_values()
+    graph.value_info.extend(vi for vi in src.value_info if vi.name in live)
+    graph.quantization_annotation.extend(qa for qa in src.quantization_annotation if qa.tensor_name in live)
+    return graph
+
+
+class SubgraphState:
+    """A subgraph (If branch, Loop/Scan body) being optimized like a graph of its own.
+
+    Values of enclosing graphs are outer sources: rules read them but never delete or
+    rename them.  Domains a rewrite adds are imported by the root model."""
+
+    def __init__(self, root: "ModelState", graph: GraphProto, outer: set[str]) -> None:
+        self.root = root
+        self.source = root.source
+        self.opsets = root.opsets
+        self.graph = graph
+        local = {vi.name for vi in graph.input} | {t.name for t in graph.initializer}
+        local |= {o for n in graph.node for o in n.output if o}
+        types = {vi.name: vi.type for vi in (*graph.input, *graph.value_info, *graph.output)
+                 if vi.type.WhichOneof("value") is not None}
+        types.update({name: t for name, t in root.view.types.items() if name in outer})
+        try:
+            self.view = GraphView(graph, root.opsets, types, outer_values=sorted(outer - local),
+                                  reserved_names=root.view.value_names)
+        except ValueError as err:
+            raise ModelError(f"malformed subgraph '{graph.name}': {err}") from None
+        self.outer = outer
+
+    def require_domain(self, domain: str, version: int = 1) -> None:
+        self.root.require_domain(domain, version)
+        self.view.opsets = self.root.opsets
+
+    def write_back(self) -> None:
+        """Replace the subgraph's contents with the optimized graph, in place."""
+        self.graph.CopyFrom(write_graph(self.graph, self.view))
+
+    def subgraph_states(self):
+        yield from _subgraph_states(self.root, self.view, self.outer | self.view.live_values())
+
+
+def _subgraph_states(root: "ModelState", view: GraphView, visible: set[str]):
+    from .view import subgraphs_of
+
+    for node_id in view.node_ids():
+        for graph in subgraphs_of(view.node(node_id)):
+            yield SubgraphState(root, graph, set(visible))
 
 
 def count_nodes(model: ModelProto) -> int:

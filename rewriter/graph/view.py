@@ -95,7 +95,8 @@ class GraphView:
         self.output_names = {vi.name for vi in self.graph_outputs}
         self.initializers: dict[str, TensorProto] = {t.name: t for t in graph.initializer}
         self.node_names: set[str] = set()
-        self.value_names: set[str] = set(reserved_names)
+        # a set passed in is shared (subgraph views keep fresh names unique model-wide)
+        self.value_names: set[str] = reserved_names if isinstance(reserved_names, set) else set(reserved_names)
 
         for name in outer_values:
             self._add_source(("outer", name))
