@@ -240,3 +240,31 @@ def test_decomposed_layer_norm_over_a_residual_becomes_skip_layer_norm_at_any_op
     after = check(decomposed_layer_norm(opset=14, residual=True), "SkipLayerNormDecomposed", True, atol=1e-4)
     assert ops(after) == {"SkipLayerNormalization": 1}
     check(decomposed_layer_norm(opset=14, residual=True, eps=-0.1), "SkipLayerNormDecomposed", False)
+
+
+def attention_graph(softmax_axis=-1, heads=2, head_size=4):
+    hidden = heads * head_size
+    split = np.array([2, 3, heads, head_size], np.int64)
+    nodes = []
+    for name, perm in (("q", (0, 2, 1, 3)), ("k", (0, 2, 3, 1)), ("v", (0, 2, 1, 3))):
+        nodes += [helper.make_node("Reshape", [name, "split"], [f"{name}r"]),
+                  helper.make_node("Transpose", [f"{name}r"], [f"{name}t"], perm=list(perm))]
+    nodes += [helper.make_node("FusedMatMul", ["qt", "kt"], ["s"], domain="com.microsoft", alpha=0.5),
+              helper.make_node("Add", ["s", "mask"], ["a"]), helper.make_node("Softmax", ["a"], ["p"], axis=softmax_axis),
+              helper.make_node("MatMul", ["p", "vt"], ["o"]),
+              helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ot", "merge"], ["y"])]
+    inputs = [tensor(n, F, [2, 3, hidden]) for n in "qkv"] + [tensor("mask", F, [2, 1, 3, 3])]
+    return model(nodes, inputs, [tensor("y", F, [2, 3, hidden])],
+                 [init("split", split), init("merge", np.array([2, 3, hidden], np.int64))], domains=["com.microsoft"])
+
+
+def test_multi_head_attention_fusion():
+    after = check(attention_graph(), "MultiHeadAttentionFusion", True, atol=1e-4)
+    (node,) = after.graph.node
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    assert node.op_type == "MultiHeadAttention" and attrs["num_heads"] == 2 and np.isclose(attrs["scale"], 0.5)
+
+
+def test_multi_head_attention_refuses_softmax_over_another_axis():
+    check(attention_graph(softmax_axis=2), "MultiHeadAttentionFusion", False)

@@ -117,3 +117,10 @@ def test_extended_level_is_valid_equal_and_no_bigger_than_onnxruntime(name):
     result = rewriter.optimize(original, level="extended", providers="CPU")
     assert_same_outputs(original, result.model, atol=1e-4)
     assert len(result.model.graph.node) <= ort_node_count(path, ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)
+
+
+def test_bert_attention_and_layer_norms_are_fused_at_extended():
+    result = rewriter.optimize(MODELS / "bert_tiny.onnx", level="extended", providers="CPU")
+    ops = Counter(n.op_type for n in result.model.graph.node)
+    assert ops["MultiHeadAttention"] == 2 and ops["SkipLayerNormalization"] == 5
+    assert ops["Softmax"] == 0 and ops["LayerNormalization"] == 0

@@ -68,6 +68,23 @@ def infer_model_types(model: ModelProto) -> dict[str, TypeProto]:
     return types
 
 
+def _known_dims(type_proto: TypeProto | None) -> int:
+    shape = shape_of(type_proto)
+    return -1 if shape is None else sum(isinstance(d, int) for d in shape)
+
+
+def refine_types(types: dict[str, TypeProto], model: ModelProto) -> int:
+    """Re-run inference on ``model`` and keep every type it knows better (more static
+    dims); returns how many improved.  Used after constant folding resolved shapes."""
+    improved = 0
+    for name, new in infer_model_types(model).items():
+        old = types.get(name)
+        if old is None or _known_dims(new) > _known_dims(old):
+            types[name] = new
+            improved += 1
+    return improved
+
+
 def _rank(type_proto: TypeProto | None) -> int | None:
     if type_proto is None or not type_proto.HasField("tensor_type"):
         return None

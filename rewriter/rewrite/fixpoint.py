@@ -102,6 +102,8 @@ class LevelRunner:
                 removed = BUILTINS[name](self.state)
                 self.stats.builtins[name] += removed
                 folded += removed
+            if folded and hasattr(self.state, "refresh_types"):
+                self.state.refresh_types()  # folding may have made shapes static
             self.stats.builtin_seconds += time.perf_counter() - start
             if round_index > 0 and folded == 0:
                 break
