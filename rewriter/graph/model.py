@@ -149,13 +149,14 @@ class SubgraphState:
         self.source = root.source
         self.opsets = root.opsets
         self.graph = graph
-        local = {vi.name for vi in graph.input} | {t.name for t in graph.initializer}
-        local |= {o for n in graph.node for o in n.output if o}
+        from .view import outer_references
+
+        reads = [name for name in outer_references(graph) if name in outer]
         types = {vi.name: vi.type for vi in (*graph.input, *graph.value_info, *graph.output)
                  if vi.type.WhichOneof("value") is not None}
-        types.update({name: t for name, t in root.view.types.items() if name in outer})
+        types.update({name: root.view.types[name] for name in reads if name in root.view.types})
         try:
-            self.view = GraphView(graph, root.opsets, types, outer_values=sorted(outer - local),
+            self.view = GraphView(graph, root.opsets, types, outer_values=reads,
                                   reserved_names=root.view.value_names)
         except ValueError as err:
             raise ModelError(f"malformed subgraph '{graph.name}': {err}") from None

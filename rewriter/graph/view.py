@@ -33,28 +33,35 @@ def subgraphs_of(node: NodeProto) -> Iterator[GraphProto]:
             yield from attr.graphs
 
 
-def _implicit_inputs(node: NodeProto) -> list[str]:
-    """Outer-scope values read inside the node's subgraphs, in first-use order."""
+def outer_references(graph: GraphProto) -> list[str]:
+    """Names a graph (or its nested subgraphs) reads without defining, in first-use order."""
     seen: dict[str, None] = {}
 
-    def walk(graph: GraphProto, defined: set[str]) -> None:
-        defined = defined | {i.name for i in graph.input} | {t.name for t in graph.initializer}
-        defined |= {t.values.name for t in graph.sparse_initializer}
-        for inner in graph.node:
+    def walk(g: GraphProto, defined: set[str]) -> None:
+        defined = defined | {i.name for i in g.input} | {t.name for t in g.initializer}
+        defined |= {t.values.name for t in g.sparse_initializer}
+        for inner in g.node:
             defined |= {o for o in inner.output if o}
-        for inner in graph.node:
+        for inner in g.node:
             for name in inner.input:
                 if name and name not in defined:
                     seen.setdefault(name)
             for sub in subgraphs_of(inner):
                 walk(sub, defined)
-        for out in graph.output:
+        for out in g.output:
             if out.name not in defined:
                 seen.setdefault(out.name)
 
-    for sub in subgraphs_of(node):
-        walk(sub, set())
+    walk(graph, set())
     return list(seen)
+
+
+def _implicit_inputs(node: NodeProto) -> list[str]:
+    """Outer-scope values read inside the node's subgraphs, in first-use order."""
+    names: dict[str, None] = {}
+    for sub in subgraphs_of(node):
+        names.update(dict.fromkeys(outer_references(sub)))
+    return list(names)
 
 
 def _rename_in_subgraph(graph: GraphProto, old: str, new: str) -> None:

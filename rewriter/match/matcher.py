@@ -16,7 +16,9 @@ import numpy as np
 
 from ..dsl import ast as A
 from ..dsl.schemas import attribute_default, is_commutative, normalize_domain
+from ..expr.dtypes import DTYPES
 from ..expr.evaluate import evaluate, truth
+from ..expr.functions import CONSTANTS
 from ..expr.values import EvalFailure, Ref
 from ..graph.view import GraphView, NodeId
 from .plan import CompiledRule
@@ -342,6 +344,4 @@ class Matcher:
 
 
 def _is_constant_name(name: str) -> bool:
-    from ..expr.dtypes import DTYPES
-    from ..expr.functions import CONSTANTS
     return name in DTYPES or name in CONSTANTS

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from onnx import GraphProto, NodeProto
+from onnx import NodeProto
 
 from ..graph.model import ModelState
 from ..graph.view import subgraphs_of
@@ -45,12 +45,13 @@ class PartitionReport:
     warnings: list[str] = field(default_factory=list)
 
 
-def _clear_annotations(graph: GraphProto) -> None:
-    for node in graph.node:
-        if get_metadata(node, LAYER_ANNOTATION_KEY) is not None:
-            set_metadata(node, LAYER_ANNOTATION_KEY, None)
-        for sub in subgraphs_of(node):
-            _clear_annotations(sub)
+def _clear_annotation(node: NodeProto) -> None:
+    """Remove ``layer_ann`` from a node and every node of its subgraphs."""
+    if get_metadata(node, LAYER_ANNOTATION_KEY) is not None:
+        set_metadata(node, LAYER_ANNOTATION_KEY, None)
+    for sub in subgraphs_of(node):
+        for inner in sub.node:
+            _clear_annotation(inner)
 
 
 def partition(state: ModelState, providers: list[str] | str | None = None,
@@ -102,13 +103,6 @@ def partition(state: ModelState, providers: list[str] | str | None = None,
                                    f"left on CPU")
     for node_id, provider in assigned.items():
         set_metadata(view.node(node_id), EXECUTION_PROVIDER_KEY, provider)
-        _clear_subgraph_and_node(view.node(node_id))
+        _clear_annotation(view.node(node_id))
     report.counts = dict(Counter(assigned[n] for n in node_ids))
     return report
-
-
-def _clear_subgraph_and_node(node: NodeProto) -> None:
-    if get_metadata(node, LAYER_ANNOTATION_KEY) is not None:
-        set_metadata(node, LAYER_ANNOTATION_KEY, None)
-    for sub in subgraphs_of(node):
-        _clear_annotations(sub)

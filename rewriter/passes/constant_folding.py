@@ -177,11 +177,11 @@ def _fold_computations(state: ModelState) -> int:
 
 
 def _nbytes(view: GraphView, value: str) -> int:
+    """Size of an initializer's contents, from its header (no data is read)."""
     tensor = view.initializers.get(value)
-    if tensor is None:
+    if tensor is None or tensor.data_type in (TensorProto.STRING, TensorProto.UNDEFINED):
         return 0
-    n = 1
+    count = 1
     for d in tensor.dims:
-        n *= d
-    return n * max(1, np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
-                   if tensor.data_type not in (TensorProto.STRING, TensorProto.UNDEFINED) else 1)
+        count *= d
+    return count * np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
