@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from onnx import helper
@@ -162,3 +163,44 @@ def test_verify_passes_a_correct_rule_and_strict_flags_unverified(tmp_path):
     assert "fine.NegNeg" in proc.stdout and "ok" in proc.stdout
     strict = rewriter_cli("verify", rules, "--examples", "10", "--strict", "--out", tmp_path)
     assert strict.returncode == 1 and "unverified fine.Never" in strict.stderr
+
+
+def _model_with_external_data(tmp_path, location: str):
+    from onnx import TensorProto, numpy_helper
+    weight = numpy_helper.from_array(np.zeros(2, np.float32), "w")
+    weight.data_location = TensorProto.EXTERNAL
+    weight.ClearField("raw_data")
+    weight.external_data.add(key="location", value=location)
+    m = model([helper.make_node("Add", ["x", "w"], ["y"])], [tensor("x", shape=[2])], [tensor("y", shape=[2])], [weight])
+    folder = tmp_path / "models"
+    folder.mkdir()
+    onnx.save(m, str(folder / "m.onnx"))
+    return folder / "m.onnx"
+
+
+@pytest.mark.parametrize("location", ["../secret.bin", "/etc/passwd"])
+def test_external_data_outside_the_model_directory_is_refused_unread(tmp_path, location):
+    (tmp_path / "secret.bin").write_bytes(b"\0" * 8)
+    source = _model_with_external_data(tmp_path, location)
+    proc = rewriter_cli("optimize", source, "-o", tmp_path / "out.onnx")
+    assert_clean_failure(proc, "tensor 'w'", "refused as unsafe")
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_missing_external_data_file_is_a_clear_error(tmp_path):
+    source = _model_with_external_data(tmp_path, "weights.bin")
+    proc = rewriter_cli("optimize", source, "-o", tmp_path / "out.onnx")
+    assert_clean_failure(proc, "does not exist beside the model")
+
+
+def test_external_data_beside_the_model_is_read(tmp_path):
+    folder = tmp_path / "models"
+    folder.mkdir()
+    m = model([helper.make_node("Add", ["x", "w"], ["y"])], [tensor("x", shape=[2])], [tensor("y", shape=[2])],
+              [onnx.numpy_helper.from_array(np.ones(2, np.float32), "w")])
+    onnx.save(m, str(folder / "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="m.data", size_threshold=0)
+    proc = rewriter_cli("optimize", folder / "m.onnx", "-o", tmp_path / "out.onnx")
+    assert proc.returncode == 0, proc.stderr
+    out = onnx.load(str(tmp_path / "out.onnx"))
+    assert onnx.numpy_helper.to_array(out.graph.initializer[0]).tolist() == [1.0, 1.0]

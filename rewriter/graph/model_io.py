@@ -27,7 +27,9 @@ def load_model(path: str | os.PathLike) -> ModelProto:
     try:
         if path.stat().st_size == 0:
             raise ModelError(f"{path}: empty file, not an ONNX model")
-        model = onnx.load(str(path))
+        model = onnx.load(str(path), load_external_data=False)
+        _check_external_data(model, path)
+        onnx.load_external_data_for_model(model, str(path.parent))
     except ModelError:
         raise
     except (DecodeError, RuntimeError, ValueError, UnicodeDecodeError) as err:
@@ -40,6 +42,26 @@ def load_model(path: str | os.PathLike) -> ModelProto:
     if not model.HasField("graph"):
         raise ModelError(f"{path}: not an ONNX model (no graph)")
     return model
+
+
+def _external_tensors(model: ModelProto):
+    from onnx.external_data_helper import _get_all_tensors, uses_external_data
+
+    return [t for t in _get_all_tensors(model) if uses_external_data(t)]
+
+
+def _check_external_data(model: ModelProto, path: Path) -> None:
+    """Refuse external data that lives outside the model's directory (never read it)."""
+    base = path.parent.resolve()
+    for tensor in _external_tensors(model):
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        target = (base / location).resolve()
+        if not location or os.path.isabs(location) or (target != base and base not in target.parents):
+            raise ModelError(f"{path}: tensor '{tensor.name}' keeps its data at '{location}', outside "
+                             f"the model's directory; refused as unsafe (nothing was read)")
+        if not target.is_file():
+            raise ModelError(f"{path}: tensor '{tensor.name}' keeps its data in '{location}', which "
+                             f"does not exist beside the model")
 
 
 def save_model(model: ModelProto, path: str | os.PathLike) -> None:
