@@ -2,13 +2,12 @@
 layer-assignment prefix/exact priority, annotations cleared, placement recorded."""
 from __future__ import annotations
 
-import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
 
 import rewriter
-from helpers import init, model, tensor
+from helpers import model, tensor
 from rewriter import RewriterError
 from rewriter.graph.model import ModelState
 from rewriter.partition import parse_layer_assignment, partition, provider_list
