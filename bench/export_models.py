@@ -69,10 +69,10 @@ def export_resnet(out: Path, width: int = 64, name: str = "resnet18_bn.onnx") ->
                       training=torch.onnx.TrainingMode.PRESERVE)
 
 
-def export_bert(out: Path) -> None:
+def export_bert(out: Path, layers: int = 2, prefix: str = "bert") -> None:
     from transformers import BertConfig, BertModel
 
-    config = BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+    config = BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=layers, num_attention_heads=2,
                         intermediate_size=256, max_position_embeddings=64, attn_implementation="eager")
     bert = BertModel(config).eval()
 
@@ -90,15 +90,15 @@ def export_bert(out: Path) -> None:
     mask = torch.ones(1, 16, dtype=torch.int64)
     types = torch.zeros(1, 16, dtype=torch.int64)
     names = ["input_ids", "attention_mask", "token_type_ids"]
-    torch.onnx.export(model, (ids, mask, types), out / "bert_ts_static.onnx", dynamo=False,
+    torch.onnx.export(model, (ids, mask, types), out / f"{prefix}_ts_static.onnx", dynamo=False,
                       opset_version=17, input_names=names)
-    torch.onnx.export(model, (ids, mask, types), out / "bert_ts_dynamic.onnx", dynamo=False,
+    torch.onnx.export(model, (ids, mask, types), out / f"{prefix}_ts_dynamic.onnx", dynamo=False,
                       opset_version=17, input_names=names,
                       dynamic_axes={n: {0: "batch", 1: "seq"} for n in names})
-    torch.onnx.export(model, (ids, mask, types), out / "bert_ts_opset14.onnx", dynamo=False,
+    torch.onnx.export(model, (ids, mask, types), out / f"{prefix}_ts_opset14.onnx", dynamo=False,
                       opset_version=14, input_names=names)
     try:
-        torch.onnx.export(model, (ids, mask, types), out / "bert_dynamo.onnx", dynamo=True,
+        torch.onnx.export(model, (ids, mask, types), out / f"{prefix}_dynamo.onnx", dynamo=True,
                           input_names=names)
     except Exception as error:  # the dynamo exporter changes often; report, keep the rest
         print(f"dynamo export failed: {error}")
@@ -110,4 +110,5 @@ if __name__ == "__main__":
     export_resnet(target)
     export_resnet(target, width=8, name="resnet18_mini_bn.onnx")  # small enough for tests/
     export_bert(target)
+    export_bert(target, layers=48, prefix="bert48")  # the speed benchmark's ~2,500-node BERT
     print("wrote", sorted(p.name for p in target.glob("*.onnx")))

@@ -78,18 +78,12 @@ class ModelState:
 
     def refresh_types(self) -> int:
         """Re-infer value types on the current graph (after folding resolved shapes)."""
-        from .types import refine_types
+        from .types import light_model, refine_types
 
-        light = ModelProto()
-        light.ir_version = self.source.ir_version
-        light.opset_import.extend(helper.make_opsetid(d, v) for d, v in self.opsets.items())
-        light.functions.extend(self.source.functions)
-        graph = light.graph
-        graph.node.extend(self.view.topological_nodes())
-        graph.input.extend(self.view.graph_inputs)
-        graph.output.extend(self.view.graph_outputs)
-        graph.initializer.extend(self.view.initializers.values())  # stripped by inference's light copy
-        return refine_types(self.view.types, light)
+        view = self.view
+        light = light_model(self.source, view.topological_nodes(), view.initializers.values(),
+                            view.graph_inputs, view.graph_outputs, (), self.opsets)
+        return refine_types(view.types, light)
 
     def subgraph_states(self):
         """A state per subgraph of the main graph's current nodes (nested ones come from

@@ -25,18 +25,25 @@ def _numel(tensor: TensorProto) -> int:
     return n
 
 
-def _light_copy(model: ModelProto) -> ModelProto:
+def light_model(model: ModelProto, nodes, initializers, inputs=None, outputs=None,
+                value_info=None, opsets: dict[str, int] | None = None) -> ModelProto:
+    """A model of ``nodes`` for shape inference (the rest from ``model`` unless given):
+    small initializers keep their data (shape computations read them), large ones are
+    headers only, so nothing big is copied."""
     light = ModelProto()
     light.ir_version = model.ir_version
-    light.opset_import.extend(model.opset_import)
+    if opsets is None:
+        light.opset_import.extend(model.opset_import)
+    else:
+        light.opset_import.extend(helper.make_opsetid(d, v) for d, v in opsets.items())
     light.functions.extend(model.functions)
     graph, src = light.graph, model.graph
     graph.name = src.name
-    graph.node.extend(src.node)
-    graph.input.extend(src.input)
-    graph.output.extend(src.output)
-    graph.value_info.extend(src.value_info)
-    for tensor in src.initializer:
+    graph.node.extend(nodes)
+    graph.input.extend(src.input if inputs is None else inputs)
+    graph.output.extend(src.output if outputs is None else outputs)
+    graph.value_info.extend(src.value_info if value_info is None else value_info)
+    for tensor in initializers:
         if _numel(tensor) <= _SMALL_TENSOR and tensor.data_location != TensorProto.EXTERNAL:
             graph.initializer.append(tensor)
         else:
@@ -47,8 +54,18 @@ def _light_copy(model: ModelProto) -> ModelProto:
     return light
 
 
+def inferred_types(light: ModelProto) -> dict[str, TypeProto]:
+    """What onnx shape inference (with data propagation) finds for ``light``'s values."""
+    try:
+        inferred = shape_inference.infer_shapes(light, strict_mode=False, data_prop=True)
+    except Exception:  # custom ops or a malformed corner: nothing inferred
+        return {}
+    return {vi.name: vi.type for vi in (*inferred.graph.value_info, *inferred.graph.output)
+            if vi.type.WhichOneof("value") is not None}
+
+
 def infer_model_types(model: ModelProto) -> dict[str, TypeProto]:
-    """Types of every value of the main graph that onnx can infer (best effort)."""
+    """Types of every value of the main graph: declared ones, then what onnx infers."""
     types: dict[str, TypeProto] = {}
     graph = model.graph
     for tensor in graph.initializer:
@@ -56,15 +73,9 @@ def infer_model_types(model: ModelProto) -> dict[str, TypeProto]:
     for vi in (*graph.input, *graph.value_info, *graph.output):
         if vi.type.WhichOneof("value") is not None:
             types[vi.name] = vi.type
-    try:
-        inferred = shape_inference.infer_shapes(_light_copy(model), strict_mode=False, data_prop=True)
-    except Exception:  # custom ops or a malformed corner: keep what the model declares
-        return types
-    for vi in (*inferred.graph.value_info, *inferred.graph.output):
-        if vi.type.WhichOneof("value") is not None and vi.name not in types:
-            types[vi.name] = vi.type
-        elif vi.type.WhichOneof("value") is not None and _rank(types.get(vi.name)) is None:
-            types[vi.name] = vi.type
+    for name, inferred in inferred_types(light_model(model, graph.node, graph.initializer)).items():
+        if name not in types or _rank(types[name]) is None:
+            types[name] = inferred
     return types
 
 
@@ -73,13 +84,13 @@ def _known_dims(type_proto: TypeProto | None) -> int:
     return -1 if shape is None else sum(isinstance(d, int) for d in shape)
 
 
-def refine_types(types: dict[str, TypeProto], model: ModelProto) -> int:
-    """Re-run inference on ``model`` and keep every type it knows better (more static
+def refine_types(types: dict[str, TypeProto], light: ModelProto) -> int:
+    """Re-run inference on ``light`` and keep every type it knows better (more static
     dims); returns how many improved.  Used after constant folding resolved shapes."""
     improved = 0
-    for name, new in infer_model_types(model).items():
+    for name, new in inferred_types(light).items():
         old = types.get(name)
-        if old is None or _known_dims(new) > _known_dims(old):
+        if old is None or (old != new and _known_dims(new) > _known_dims(old)):
             types[name] = new
             improved += 1
     return improved

@@ -164,22 +164,46 @@ def literal_matches(array: np.ndarray | None, literal: A.Literal) -> bool:
 class Matcher:
     """Finds matches of compiled rules in a ``GraphView``."""
 
-    def __init__(self, view: GraphView, max_attempts: int = 10_000) -> None:
+    def __init__(self, view: GraphView, max_attempts: int = 10_000,
+                 record_failures: bool = True) -> None:
         self.view = view
         self.max_attempts = max_attempts  # candidate bindings tried per root, then give up
+        self.record_failures = record_failures  # keep why the deepest attempt failed
         self.last_failure: Failure | None = None
 
     def matches(self, compiled: CompiledRule, root: NodeId) -> Iterator[Match]:
         """Every instance of ``compiled`` whose root node is ``root`` (lazily)."""
         self.last_failure = None
+        if not self._root_checks_hold(compiled, root):
+            return
         state = _State(self.view, compiled)
         budget = [self.max_attempts]
         yield from self._search(compiled, state, 0, root, budget)
 
+    def _root_checks_hold(self, compiled: CompiledRule, root: NodeId) -> bool:
+        view = self.view
+        proto = view.node(root)
+        for kind, slot, ops in compiled.root_checks:
+            if kind == "producer":
+                found = any(view.producer_key(name) in ops for name in proto.input if name)
+            elif kind == "constant":
+                found = any(view.is_constant(name) for name in proto.input if name)
+            else:
+                found = slot < len(proto.output) and any(
+                    view.node_key(c) in ops for c, _ in view.consumers(proto.output[slot]))
+            if not found:
+                wanted = " or ".join(op for _, op in sorted(ops)) or "constant"
+                self._fail(0, f"no {wanted} next to the root", None)
+                return False
+        return True
+
     # --------------------------------------------------------------------- search
-    def _fail(self, depth: int, reason: str, state: _State) -> None:
+    def _fail(self, depth: int, reason: str, state: _State | None) -> None:
+        if not self.record_failures:
+            return
         if self.last_failure is None or depth >= self.last_failure.depth:
-            self.last_failure = Failure(depth, reason, dict(state.values) | dict(state.scalars))
+            bindings = {} if state is None else dict(state.values) | dict(state.scalars)
+            self.last_failure = Failure(depth, reason, bindings)
 
     def _candidates(self, compiled: CompiledRule, state: _State, step_index: int,
                     root: NodeId) -> list[NodeId]:

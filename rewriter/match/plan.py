@@ -3,7 +3,8 @@
 Each step names how its graph node is found: the root step is given the candidate node; an
 "output" step takes the producer of a value already bound (one candidate, cheap); an "input"
 step enumerates the consumers of a bound value (several candidates).  Producer steps are
-preferred.  Each ``where`` and ``let`` is attached to the first step after which every name
+preferred, then consumers of a matched node's output, and only then other readers of a
+matched node's input (an input may be a constant shared across the whole graph).  Each ``where`` and ``let`` is attached to the first step after which every name
 it reads is bound, so a failing constraint prunes the search as early as possible.
 """
 from __future__ import annotations
@@ -30,8 +31,9 @@ class CompiledRule:
     root_ops: tuple[tuple[str, str], ...]
     tensor_vars: frozenset[str]
     produced_by: dict              # tensor var -> equation index producing it
-    radius: int                    # max pattern hops from the root (for local revisits)
     replaced: frozenset[str]       # pattern values the replacement redefines
+    revisit_paths: tuple[tuple[str, ...], ...]  # per pattern node: graph moves back to the root
+    root_checks: tuple[tuple[str, int, frozenset], ...]  # cheap necessary conditions, see below
 
     @property
     def name(self) -> str:
@@ -95,6 +97,7 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
 
     order: list[tuple[int, str, str | None]] = [(root_index, "root", None)]
     bound: set[str] = set(binds[root_index])
+    outputs: set[str] = set(equations[root_index].out_names)  # of matched nodes
     remaining = set(range(len(equations))) - {root_index}
     while remaining:
         chosen = None
@@ -103,17 +106,17 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
             if link is not None:
                 chosen = (i, "output", link)
                 break
-        if chosen is None:
-            for i in sorted(remaining):  # consumer of a bound value
-                link = next((v for v in sorted(reads[i]) if v in bound), None)
-                if link is not None:
-                    chosen = (i, "input", link)
-                    break
+        if chosen is None:  # consumer of a matched node's output, else of a bound input
+            chosen = min(((0 if v in outputs else 1, i, v) for i in remaining
+                          for v in reads[i] if v in bound), default=None)
+            if chosen is not None:
+                chosen = (chosen[1], "input", chosen[2])
         if chosen is None:  # disconnected; the checker reports it, refuse to plan
             raise ValueError(f"rule {rule.name}: pattern is not connected")
         order.append(chosen)
         remaining.discard(chosen[0])
         bound |= binds[chosen[0]]
+        outputs.update(equations[chosen[0]].out_names)
 
     # attach lets/wheres to the earliest step where all their names are bound
     bindable = set().union(*binds)
@@ -141,7 +144,62 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
     replaced = frozenset(o.name for eq in rule.replacement for o in eq.outs
                          if o.name is not None and o.name in produced_by)
     return CompiledRule(rule, steps, root_ops, tensor_vars, produced_by,
-                        _radius(equations, root_index, reads), replaced)
+                        replaced,
+                        _revisit_paths(order, equations, binds),
+                        _root_checks(order, equations, root_index))
+
+
+def _root_checks(order: list[tuple[int, str, str | None]], equations: tuple[A.Equation, ...],
+                 root: int) -> tuple[tuple[str, int, frozenset], ...]:
+    """Necessary conditions on the root's neighbours, checked before any search starts.
+
+    For each pattern node linked directly to the root: ("producer", -1, ops) — some input
+    of the root is produced by one of ``ops`` — or ("consumer", k, ops) — some consumer of
+    the root's k-th output is one of ``ops``; and ("constant", -1, {}) when the root has a
+    literal input.  Most candidate roots fail one of these
+    (an Add whose consumer is no LayerNormalization), at the cost of a dictionary lookup."""
+    root_eq = equations[root]
+    root_inputs = {arg.name for alt in root_eq.alternatives for arg in alt.args
+                   if isinstance(arg, A.VarArg) and not arg.optional}
+    checks = []
+    if all(any(isinstance(g, A.LiteralArg) for g in alt.args) for alt in root_eq.alternatives):
+        checks.append(("constant", -1, frozenset()))
+    for eq_index, via, link in order[1:]:
+        ops = frozenset((normalize_domain(a.domain), a.op) for a in equations[eq_index].alternatives)
+        if via == "output" and link in root_inputs and \
+                all(any(isinstance(g, A.VarArg) and g.name == link for g in alt.args)
+                    for alt in root_eq.alternatives):
+            checks.append(("producer", -1, ops))
+        elif via == "input" and link in root_eq.out_names:
+            checks.append(("consumer", root_eq.out_names.index(link), ops))
+    return tuple(checks)
+
+
+_INVERSE = {"up": "down", "down": "up", "sibling": "sibling"}
+
+
+def _revisit_paths(order: list[tuple[int, str, str | None]], equations: tuple[A.Equation, ...],
+                   binds: list[set[str]]) -> tuple[tuple[str, ...], ...]:
+    """For each pattern node, the graph moves that lead from it back to the root.
+
+    The plan reaches every pattern node from the root by moves between graph nodes: "up"
+    (to the producer of an input), "down" (to a consumer of an output) or "sibling" (to
+    another consumer of an input).  Reversed and inverted, those moves lead from any
+    changed node to exactly the roots whose match could contain it, which is all the
+    fixpoint needs to revisit after a rewrite."""
+    binder: dict[str, tuple[int, bool]] = {}   # name -> (equation, bound as its output)
+    path: dict[int, tuple[str, ...]] = {}
+    for eq_index, via, link in order:
+        if via == "root":
+            path[eq_index] = ()
+        else:
+            source, as_output = binder[link]
+            move = "up" if via == "output" else ("down" if as_output else "sibling")
+            path[eq_index] = path[source] + (move,)
+        outs = set(equations[eq_index].out_names)
+        for name in binds[eq_index]:
+            binder.setdefault(name, (eq_index, name in outs))
+    return tuple(tuple(_INVERSE[m] for m in reversed(p)) for p in path.values())
 
 
 def _step_for(needs: set[str], bound_after: list[set[str]], bindable: set[str],
@@ -150,23 +208,3 @@ def _step_for(needs: set[str], bound_after: list[set[str]], bindable: set[str],
     plain = (needs & bindable) - set(let_step)
     first = next((k for k, bound in enumerate(bound_after) if plain <= bound), len(bound_after) - 1)
     return max([first, *(let_step[n] for n in needs if n in let_step)])
-
-
-def _radius(equations: tuple[A.Equation, ...], root: int, reads: list[set[str]]) -> int:
-    adjacency: dict[int, set[int]] = {i: set() for i in range(len(equations))}
-    for i, eq in enumerate(equations):
-        for j in range(len(equations)):
-            if i != j and set(eq.out_names) & reads[j]:
-                adjacency[i].add(j)
-                adjacency[j].add(i)
-    distance = {root: 0}
-    frontier = [root]
-    while frontier:
-        nxt = []
-        for i in frontier:
-            for j in adjacency[i]:
-                if j not in distance:
-                    distance[j] = distance[i] + 1
-                    nxt.append(j)
-        frontier = nxt
-    return max(distance.values())

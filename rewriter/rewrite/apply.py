@@ -35,6 +35,9 @@ class Refused(Exception):
 
 @dataclass
 class Applied:
+    """What a rewrite changed: the nodes it created, and every surviving node a pattern
+    could now see differently (new or rewired inputs, or a changed set of consumers)."""
+
     new_nodes: list[NodeId]
     touched: set[NodeId]
     removed_nodes: int
@@ -323,6 +326,10 @@ class Rewriter:
         self._check(match, build, deleted)
 
         root_order = view.order_of(match.root)
+        watched = {i for n in deleted for i in view.node(n).input if i}
+        watched.update(i for node in build.nodes for i in node.input if i)
+        watched.update(source for _, source in build.aliases)
+        consumers_before = {v: view.consumer_count(v) for v in watched}
         dead_candidates: list[str] = []
         for node_id in deleted:
             dead_candidates.extend(i for i in view.node(node_id).input if i)
@@ -346,6 +353,9 @@ class Rewriter:
         for name in match.rule.replaced:
             touched.update(c for c, _ in view.consumers(match.values[name]))
         removed = len(deleted) + view.remove_dead(dead_candidates, touched)
-        for node_id in new_ids:
-            touched.update(view.neighbors(node_id))
+        for value, count in consumers_before.items():  # producers whose consumers changed
+            if view.has_value(value) and view.consumer_count(value) != count:
+                producer = view.producer(value)
+                if producer is not None:
+                    touched.add(producer)
         return Applied(new_ids, {n for n in touched if view.has_node(n)}, removed)

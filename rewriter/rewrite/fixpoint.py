@@ -1,8 +1,10 @@
 """Run a level's rules (and built-in passes) to a bounded fixpoint.
 
 A worklist of nodes: each node is tried only against the rules whose root op is its op
-(bigger patterns first, then file order).  After a rewrite only the nodes within the
-largest pattern's radius of the change are revisited.  Built-in passes run between rounds
+(bigger patterns first, then file order).  After a rewrite only the roots whose pattern
+could reach a changed node are revisited: every rule's plan says, for each pattern node,
+which graph moves lead back to the root, and those moves (merged into one trie for the
+level) are walked from the changed nodes.  Built-in passes run between rounds
 until nothing changes.  Past the bound the pack is reported as oscillating, naming the rules
 that kept firing.
 """
@@ -83,7 +85,7 @@ class LevelRunner:
         for position, rule in sorted(enumerate(self.rules), key=lambda pr: (-pr[1].rule.benefit, pr[0])):
             for key in rule.root_ops:
                 self.by_op.setdefault(key, []).append(rule)
-        self.radius = max((r.radius for r in self.rules), default=0) + 1
+        self.revisit = _RevisitTrie(self.rules)
         self.builtins = list(dict.fromkeys(b for p in self.packs for b in p.builtins))
         self.max_rewrites = max_rewrites
         self.stats = LevelStats()
@@ -122,7 +124,7 @@ class LevelRunner:
         ordered = sorted(view.node_ids(), key=view.order_of)
         queue: deque[NodeId] = deque(ordered)
         queued = set(ordered)
-        matcher = Matcher(view)
+        matcher = Matcher(view, record_failures=False)
         rewriter = Rewriter(self.state, self._kernel_check if self.placement.after_partition else None)
         applied = 0
         while queue:
@@ -142,7 +144,7 @@ class LevelRunner:
                 recent.append(rule.name)
                 if applied > budget:
                     raise FixpointError(self.name, applied - 1, Counter(recent))
-                for neighbor in self._neighborhood(view, result.touched | set(result.new_nodes)):
+                for neighbor in self.revisit.roots(view, result.touched):
                     if neighbor not in queued:
                         queued.add(neighbor)
                         queue.append(neighbor)
@@ -195,15 +197,40 @@ class LevelRunner:
             return None
         return f"{provider} has no kernel for {node.op_type} as built"
 
-    def _neighborhood(self, view: GraphView, seeds: set[NodeId]) -> list[NodeId]:
-        seen = {n for n in seeds if view.has_node(n)}
-        frontier = list(seen)
-        for _ in range(self.radius):
-            nxt = []
-            for node_id in frontier:
-                for other in view.neighbors(node_id):
-                    if other not in seen:
-                        seen.add(other)
-                        nxt.append(other)
-            frontier = nxt
-        return sorted(seen, key=view.order_of)
+
+
+class _RevisitTrie:
+    """The moves that lead from a pattern node back to its root, for all rules of a level.
+
+    Each trie node is a move sequence; ``ends`` holds the root op keys of the rules for
+    which that sequence leads from some pattern node to the root."""
+
+    def __init__(self, rules: list[CompiledRule]) -> None:
+        self.children: dict[str, _RevisitTrie] = {}
+        self.ends: set[tuple[str, str]] = set()
+        for rule in rules:
+            for path in rule.revisit_paths:
+                node = self
+                for move in path:
+                    node = node.children.setdefault(move, _RevisitTrie([]))
+                node.ends.update(rule.root_ops)
+
+    def roots(self, view: GraphView, changed: set[NodeId]) -> list[NodeId]:
+        """Nodes that may now root a match because ``changed`` nodes changed, in graph order."""
+        moves = {"up": view.upstream, "down": view.downstream, "sibling": view.siblings}
+        found: set[NodeId] = set()
+        stack = [(n, self) for n in changed if view.has_node(n)]
+        seen = set(stack)
+        while stack:
+            node_id, trie = stack.pop()
+            if trie.ends:
+                proto = view.node(node_id)
+                if (normalize_domain(proto.domain), proto.op_type) in trie.ends:
+                    found.add(node_id)
+            for move, child in trie.children.items():
+                for other in moves[move](node_id):
+                    state = (other, child)
+                    if state not in seen:
+                        seen.add(state)
+                        stack.append(state)
+        return sorted(found, key=view.order_of)
