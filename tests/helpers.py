@@ -84,3 +84,12 @@ def check_rule(before: onnx.ModelProto, pack_name: str, rule: str, expect: bool,
     assert_same_outputs(before, alone.model, atol=atol)
     assert_same_outputs(before, rewriter.optimize(before, level=level, **options).model, atol=atol)
     return alone.model
+
+
+def assert_fixpoint(optimized: onnx.ModelProto, level: str) -> None:
+    """The engine revisits only what a rewrite can affect and re-runs built-ins only on
+    what changed; if it missed anything, a second run would still find work."""
+    again = rewriter.optimize(optimized, level=level, providers="CPU").report
+    assert {r.rule: r.applied for r in again.rules if r.applied} == {}
+    assert {name: n for name, n in again.builtins.items() if n} == {}
+    assert again.nodes_after == again.nodes_before

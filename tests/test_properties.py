@@ -11,7 +11,7 @@ from lark import Lark
 from onnx import TensorProto, helper
 
 import rewriter
-from helpers import assert_same_outputs, init, model, tensor
+from helpers import assert_fixpoint, assert_same_outputs, init, model, tensor
 from rewriter import RuleError
 from rewriter.dsl import check_pack, parse_pack
 from rewriter.resources import grammar_text
@@ -178,6 +178,8 @@ def test_every_level_keeps_random_graphs_valid_and_equal(level, motifs):
     result = rewriter.optimize(before, level=level, providers="CPU")
     assert result.report.nodes_after <= result.report.nodes_before
     assert_same_outputs(before, result.model, atol=1e-4, seeds=(0,))
+    assert_fixpoint(result.model, level)
+
 
 
 def test_random_graph_motifs_exercise_the_basic_pack():

@@ -10,7 +10,7 @@ import onnxruntime as ort
 import pytest
 
 import rewriter
-from helpers import MODELS, assert_same_outputs
+from helpers import MODELS, assert_fixpoint, assert_same_outputs
 
 REAL_MODELS = ["bert_tiny.onnx", "convnet_bn.onnx", "bert_ts_dynamic.onnx", "resnet18_mini_bn.onnx"]
 
@@ -117,6 +117,7 @@ def test_extended_level_is_valid_equal_and_no_bigger_than_onnxruntime(name):
     result = rewriter.optimize(original, level="extended", providers="CPU")
     assert_same_outputs(original, result.model, atol=1e-4)
     assert len(result.model.graph.node) <= ort_node_count(path, ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)
+    assert_fixpoint(result.model, "extended")
 
 
 def test_bert_attention_and_layer_norms_are_fused_at_extended():

@@ -96,6 +96,10 @@ class GraphView:
         self._const_cache: dict[str, np.ndarray] = {}
         self.types: dict[str, TypeProto] = dict(types or {})
         self._inferred_nodes: set[NodeId] = set()
+        # nodes created or whose inputs changed (new producer, new value), in order; passes
+        # that scan the whole graph keep a position in it and later look only at what is new
+        self.changes: list[NodeId] = []
+        self._pending_edges: list | None = []  # while building: added to nx in one call
 
         self.graph_inputs = [vi for vi in graph.input]
         self.graph_outputs = [vi for vi in graph.output]
@@ -120,6 +124,9 @@ class GraphView:
             copy = NodeProto()
             copy.CopyFrom(proto)
             self.add_node(copy, (index, 0))
+        self.nx.add_edges_from(self._pending_edges)
+        self._pending_edges = None
+        self.changes.clear()
 
     # ------------------------------------------------------------------ building blocks
     def _add_source(self, key: SourceKey) -> None:
@@ -132,7 +139,13 @@ class GraphView:
         self._consumers.setdefault(value, {})[(node_id, slot)] = None
         producer = self._producer.get(value)
         if producer is not None:
-            self.nx.add_edge(producer[0], node_id, key=slot, value=value, out_slot=producer[1])
+            self._add_edge(producer[0], node_id, slot, value, producer[1])
+
+    def _add_edge(self, source, target: NodeId, slot: int | str, value: str, out_slot: int) -> None:
+        if self._pending_edges is not None:
+            self._pending_edges.append((source, target, slot, {"value": value, "out_slot": out_slot}))
+        else:
+            self.nx.add_edge(source, target, key=slot, value=value, out_slot=out_slot)
 
     def _disconnect_input(self, node_id: NodeId, slot: int | str, value: str) -> None:
         consumers = self._consumers.get(value)
@@ -160,7 +173,8 @@ class GraphView:
             self._producer[out] = (node_id, slot)
             self.value_names.add(out)
             for consumer, in_slot in self._consumers.setdefault(out, {}):
-                self.nx.add_edge(node_id, consumer, key=in_slot, value=out, out_slot=slot)
+                self._add_edge(node_id, consumer, in_slot, out, slot)
+                self.changes.append(consumer)
         for slot, name in enumerate(proto.input):
             if name:
                 self._connect_input(node_id, slot, name)
@@ -169,6 +183,7 @@ class GraphView:
             self._implicit[node_id] = implicit
             for name in implicit:
                 self._connect_input(node_id, f"implicit:{name}", name)
+        self.changes.append(node_id)
         return node_id
 
     def remove_node(self, node_id: NodeId) -> NodeProto:
@@ -200,6 +215,7 @@ class GraphView:
         proto.input[slot] = value
         if value:
             self._connect_input(node_id, slot, value)
+        self.changes.append(node_id)
 
     def replace_uses(self, old: str, new: str) -> list[NodeId]:
         """Every consumer of ``old`` reads ``new`` instead (subgraph uses included).
@@ -218,6 +234,7 @@ class GraphView:
                 implicit = self._implicit[node_id]
                 implicit[implicit.index(old)] = new
                 self._connect_input(node_id, f"implicit:{new}", new)
+                self.changes.append(node_id)
         return touched
 
     def rename_value(self, old: str, new: str) -> list[NodeId]:
@@ -263,6 +280,7 @@ class GraphView:
         self._add_source(("init", tensor.name))
         for consumer, in_slot in self._consumers[tensor.name]:
             self.nx.add_edge(("init", tensor.name), consumer, key=in_slot, value=tensor.name, out_slot=0)
+            self.changes.append(consumer)
 
     def remove_initializer(self, name: str) -> None:
         del self.initializers[name]
@@ -486,21 +504,19 @@ class GraphView:
         return name
 
     # -------------------------------------------------------------------- write back
-    def topological_ids(self) -> list[NodeId]:
-        """Node ids in a topological order that keeps the original order where it can
-        (Kahn's algorithm, always taking the earliest ready node; O(E + N log N))."""
-        order, producer, implicit = self._order, self._producer, self._implicit
+    def topological_ids(self, subset: Iterable[NodeId] | None = None) -> list[NodeId]:
+        """Node ids (all, or those of ``subset``) in a topological order that keeps the
+        original order where it can (Kahn's algorithm, always taking the earliest ready
+        node; O(E + N log N))."""
+        order, producer, implicit, nodes = self._order, self._producer, self._implicit, self._nodes
+        members = nodes if subset is None else dict.fromkeys(n for n in subset if n in nodes)
         waiting: dict[NodeId, int] = {}
         successors: dict[NodeId, list[NodeId]] = {}
-        for node_id, proto in self._nodes.items():
+        for node_id in members:
             preds = set()
-            for name in proto.input:
+            for name in itertools.chain(nodes[node_id].input, implicit.get(node_id, ())):
                 entry = producer.get(name)
-                if entry is not None and type(entry[0]) is int:
-                    preds.add(entry[0])
-            for name in implicit.get(node_id, ()):
-                entry = producer.get(name)
-                if entry is not None and type(entry[0]) is int:
+                if entry is not None and type(entry[0]) is int and entry[0] in members:
                     preds.add(entry[0])
             waiting[node_id] = len(preds)
             for pred in preds:
@@ -515,9 +531,13 @@ class GraphView:
                 waiting[consumer] -= 1
                 if not waiting[consumer]:
                     heapq.heappush(ready, (order[consumer], consumer))
-        if len(result) != len(self._nodes):
+        if len(result) != len(members):
             raise ValueError("the graph has a cycle")
         return result
+
+    def changed_since(self, position: int) -> list[NodeId]:
+        """Live nodes recorded in ``changes`` from ``position`` on, each once, in order."""
+        return [n for n in dict.fromkeys(self.changes[position:]) if n in self._nodes]
 
     def topological_nodes(self) -> list[NodeProto]:
         return [self._nodes[n] for n in self.topological_ids()]

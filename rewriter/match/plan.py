@@ -32,7 +32,7 @@ class CompiledRule:
     tensor_vars: frozenset[str]
     produced_by: dict              # tensor var -> equation index producing it
     replaced: frozenset[str]       # pattern values the replacement redefines
-    revisit_paths: tuple[tuple[str, ...], ...]  # per pattern node: graph moves back to the root
+    revisit_paths: tuple[tuple, ...]  # per pattern node: the walk back to the root, see below
     root_checks: tuple[tuple[str, int, frozenset], ...]  # cheap necessary conditions, see below
 
     @property
@@ -179,27 +179,38 @@ _INVERSE = {"up": "down", "down": "up", "sibling": "sibling"}
 
 
 def _revisit_paths(order: list[tuple[int, str, str | None]], equations: tuple[A.Equation, ...],
-                   binds: list[set[str]]) -> tuple[tuple[str, ...], ...]:
-    """For each pattern node, the graph moves that lead from it back to the root.
+                   binds: list[set[str]]) -> tuple[tuple, ...]:
+    """For each pattern node, the walk that leads from it back to the root.
 
     The plan reaches every pattern node from the root by moves between graph nodes: "up"
     (to the producer of an input), "down" (to a consumer of an output) or "sibling" (to
-    another consumer of an input).  Reversed and inverted, those moves lead from any
-    changed node to exactly the roots whose match could contain it, which is all the
-    fixpoint needs to revisit after a rewrite."""
+    another consumer of an input).  Reversed and inverted, those moves lead from a changed
+    node to exactly the roots whose match could contain it, which is all the fixpoint
+    needs to revisit after a rewrite.  A walk is ``(ops, (move, ops), ...)``: the op keys
+    the starting node must have, then each move and the op keys of the node it reaches."""
     binder: dict[str, tuple[int, bool]] = {}   # name -> (equation, bound as its output)
-    path: dict[int, tuple[str, ...]] = {}
+    chain: dict[int, tuple[tuple[str, int], ...]] = {}  # equation -> ((move, from eq), ...)
     for eq_index, via, link in order:
         if via == "root":
-            path[eq_index] = ()
+            chain[eq_index] = ()
         else:
             source, as_output = binder[link]
             move = "up" if via == "output" else ("down" if as_output else "sibling")
-            path[eq_index] = path[source] + (move,)
+            chain[eq_index] = chain[source] + ((move, source),)
         outs = set(equations[eq_index].out_names)
         for name in binds[eq_index]:
             binder.setdefault(name, (eq_index, name in outs))
-    return tuple(tuple(_INVERSE[m] for m in reversed(p)) for p in path.values())
+
+    def ops(eq_index: int) -> frozenset:
+        return frozenset((normalize_domain(a.domain), a.op) for a in equations[eq_index].alternatives)
+
+    walks = []
+    for eq_index, steps in chain.items():
+        walk: list = [ops(eq_index)]
+        for move, source in reversed(steps):
+            walk.append((_INVERSE[move], ops(source)))
+        walks.append(tuple(walk))
+    return tuple(walks)
 
 
 def _step_for(needs: set[str], bound_after: list[set[str]], bindable: set[str],

@@ -42,6 +42,7 @@ class KernelTable:
 
     def __init__(self, provider: str, kernels: list[Kernel]) -> None:
         self.provider = provider
+        self._answers: dict[tuple, bool] = {}  # (op, opset, value types) -> supported
         self.by_op: dict[tuple[str, str], list[Kernel]] = {}
         for kernel in kernels:
             self.by_op.setdefault((kernel.domain, kernel.op), []).append(kernel)
@@ -60,6 +61,16 @@ class KernelTable:
         kernels = self.by_op.get((domain, proto.op_type))
         if not kernels:
             return False
+        type_of = view.type_of
+        key = (domain, proto.op_type, view.opset(domain),
+               tuple(_type_string(type_of(n)) if n else "" for n in proto.input),
+               tuple(_type_string(type_of(n)) if n else "" for n in proto.output))
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answers[key] = self._supports(view, proto, domain, kernels)
+        return answer
+
+    def _supports(self, view: GraphView, proto: NodeProto, domain: str, kernels: list[Kernel]) -> bool:
         info = find_schema(domain, proto.op_type, view.opset(domain))
         version = info.since_version if info is not None else view.opset(domain) or 1
         actual = _actual_types(view, proto, info) if info is not None else {}

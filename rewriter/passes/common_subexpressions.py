@@ -34,54 +34,119 @@ def _constant_key(view: GraphView, value: str) -> tuple | None:
     return ("const", tensor.data_type, tuple(array.shape), array.tobytes())
 
 
-def eliminate_common_subexpressions(state: ModelState) -> int:
-    """Merge duplicate constants and duplicate nodes; returns the number of nodes removed."""
-    view = state.view
-    canonical: dict[str, str] = {}          # value -> the value it duplicates
-    constants: dict[tuple, str] = {}
-    seen: dict[tuple, NodeId] = {}
-    duplicates: list[tuple[NodeId, NodeId]] = []
+class _Keys:
+    """What makes two nodes the same computation, with equal small constants identified
+    (``canonical`` maps each duplicate constant to the first one seen)."""
 
-    def canon(value: str) -> object:
+    def __init__(self, view: GraphView) -> None:
+        self.view = view
+        self.canonical: dict[str, str] = {}
+        self.constants: dict[tuple, str] = {}
+        self.known: set[str] = set()
+
+    def canon(self, value: str) -> str:
         if not value:
             return ""
-        value = canonical.get(value, value)
-        key = _constant_key(view, value)
-        if key is None:
+        value = self.canonical.get(value, value)
+        if value in self.known:
             return value
-        first = constants.setdefault(key, value)
+        key = _constant_key(self.view, value)
+        if key is None:
+            self.known.add(value)
+            return value
+        first = self.constants.setdefault(key, value)
         if first != value:
-            canonical[value] = first
+            self.canonical[value] = first
+        else:
+            self.known.add(value)
         return first
 
-    for node_id in view.topological_ids():
+    def key(self, node_id: NodeId) -> tuple | None:
+        """The node's key, or None when it must not be merged."""
+        view = self.view
         proto = view.node(node_id)
         if proto.op_type in _NONDETERMINISTIC or any(True for _ in subgraphs_of(proto)):
-            continue
-        inputs = tuple(canon(i) for i in proto.input)
+            return None
         if any(o and view.is_graph_output(o) for o in proto.output):
-            continue
-        key = (normalize_domain(proto.domain), proto.op_type, inputs, len(proto.output),
-               tuple(sorted(a.SerializeToString() for a in proto.attribute)),
-               annotation_of(proto), provider_of(proto))  # never merge across placements
-        first = seen.setdefault(key, node_id)
-        if first != node_id:
-            duplicates.append((node_id, first))
-            for mine, theirs in zip(proto.output, view.node(first).output):
-                if mine:
-                    canonical[mine] = theirs
+            return None
+        attributes = tuple(sorted(a.SerializeToString() for a in proto.attribute)) if proto.attribute else ()
+        return (normalize_domain(proto.domain), proto.op_type, tuple(self.canon(i) for i in proto.input),
+                len(proto.output), attributes,
+                annotation_of(proto), provider_of(proto))  # never merge across placements
 
-    for value, first in list(canonical.items()):
+
+def _merge_constants(view: GraphView, keys: _Keys) -> None:
+    for value, first in list(keys.canonical.items()):
         if view.is_initializer(value) and first != value:
             view.replace_uses(value, first)
             view.remove_dead([value])
+
+
+def _merge(view: GraphView, duplicate: NodeId, first: NodeId) -> int:
+    """Make ``duplicate``'s consumers read ``first``'s outputs; returns nodes removed."""
+    outputs = [o for o in view.node(duplicate).output if o]
+    for mine, theirs in zip(view.node(duplicate).output, view.node(first).output):
+        if mine:
+            view.replace_uses(mine, theirs)
+    return view.remove_dead(outputs)
+
+
+def eliminate_common_subexpressions(state: ModelState, changed: list[NodeId] | None = None) -> int:
+    """Merge duplicate constants and duplicate nodes; returns the number of nodes removed.
+
+    With ``changed`` (nodes created or rewired since the last run) only those nodes are
+    compared, each with the other readers of its least-read input (a duplicate reads the
+    same values), and so on for the readers of anything merged."""
+    if changed is not None:
+        return _eliminate_among(state.view, changed)
+    view = state.view
+    keys = _Keys(view)
+    seen: dict[tuple, NodeId] = {}
+    duplicates: list[tuple[NodeId, NodeId]] = []
+    for node_id in view.topological_ids():
+        key = keys.key(node_id)
+        if key is None:
+            continue
+        first = seen.setdefault(key, node_id)
+        if first != node_id:
+            duplicates.append((node_id, first))
+            for mine, theirs in zip(view.node(node_id).output, view.node(first).output):
+                if mine:
+                    keys.canonical[mine] = theirs
+    _merge_constants(view, keys)
     removed = 0
     for node_id, first in duplicates:
-        if not view.has_node(node_id):
-            continue
-        outputs = [o for o in view.node(node_id).output if o]
-        for mine, theirs in zip(view.node(node_id).output, view.node(first).output):
-            if mine:
-                view.replace_uses(mine, theirs)
-        removed += view.remove_dead(outputs)
+        if view.has_node(node_id):
+            removed += _merge(view, node_id, first)
+    return removed
+
+
+def _eliminate_among(view: GraphView, changed: list[NodeId]) -> int:
+    keys = _Keys(view)
+    for name in list(view.initializers):
+        keys.canon(name)
+    start = len(view.changes)
+    _merge_constants(view, keys)
+    removed = 0
+    queue = sorted({*changed, *view.changed_since(start)}, key=view.order_of)
+    start = len(view.changes)
+    while queue:
+        for node_id in queue:
+            if not view.has_node(node_id):
+                continue
+            key = keys.key(node_id)
+            if key is None:
+                continue
+            inputs = [i for i in view.node(node_id).input if i]
+            if not inputs:
+                continue
+            # a duplicate reads every input too: look among the readers of the rarest one
+            rarest = min(inputs, key=view.consumer_count)
+            for other in dict.fromkeys(c for c, _ in view.consumers(rarest)):
+                if other != node_id and view.has_node(other) and keys.key(other) == key:
+                    first, duplicate = sorted((node_id, other), key=view.order_of)
+                    removed += _merge(view, duplicate, first)
+                    break
+        queue = view.changed_since(start)  # readers of merged outputs: compare them too
+        start = len(view.changes)
     return removed

@@ -30,11 +30,14 @@ NOT_FOLDED = frozenset({
 _LARGE_OUTPUT = 16 << 20
 
 
-def fold_constants(state: ModelState) -> int:
-    """Fold what can be folded; returns the number of nodes removed."""
+def fold_constants(state: ModelState, changed: list[NodeId] | None = None) -> int:
+    """Fold what can be folded; returns the number of nodes removed.
+
+    With ``changed`` (nodes created or rewired since the last run) only computations those
+    nodes start are looked at: nothing else can have become constant."""
     view = state.view
     return (_fold_constant_nodes(view) + _fold_static_shapes(view)
-            + _fold_computations(state))
+            + _fold_computations(state, changed))
 
 
 def _fold_constant_nodes(view: GraphView) -> int:
@@ -94,24 +97,37 @@ def _fold_static_shapes(view: GraphView) -> int:
     return count
 
 
-def _foldable_nodes(view: GraphView) -> list[NodeId]:
-    """Standard-domain nodes computable from constants alone, in topological order."""
+def _foldable(view: GraphView, node_id: NodeId, constant_values: set[str]) -> bool:
+    proto = view.node(node_id)
+    if normalize_domain(proto.domain) != "" or proto.op_type in NOT_FOLDED:
+        return False
+    if any(True for _ in subgraphs_of(proto)):
+        return False
+    if any(o and view.is_graph_output(o) for o in proto.output):
+        return False
+    return all(i in constant_values or view.is_constant(i) for i in proto.input if i)
+
+
+def _foldable_nodes(view: GraphView, changed: list[NodeId] | None = None) -> list[NodeId]:
+    """Standard-domain nodes computable from constants alone, in topological order: all of
+    them, or those reachable from ``changed`` through foldable nodes."""
     constant_values: set[str] = set()
-    chosen: list[NodeId] = []
-    for proto_id in view.topological_ids():
-        proto = view.node(proto_id)
-        if normalize_domain(proto.domain) != "" or proto.op_type in NOT_FOLDED:
+    chosen: dict[NodeId, None] = {}
+    if changed is None:
+        for node_id in view.topological_ids():
+            if _foldable(view, node_id, constant_values):
+                chosen[node_id] = None
+                constant_values.update(o for o in view.node(node_id).output if o)
+        return list(chosen)
+    queue = list(changed)
+    while queue:
+        node_id = queue.pop()
+        if node_id in chosen or not _foldable(view, node_id, constant_values):
             continue
-        if any(True for _ in subgraphs_of(proto)):
-            continue
-        if any(o and view.is_graph_output(o) for o in proto.output):
-            continue
-        inputs = [i for i in proto.input if i]
-        if not all(i in constant_values or view.is_constant(i) for i in inputs):
-            continue
-        chosen.append(proto_id)
-        constant_values.update(o for o in proto.output if o)
-    return chosen
+        chosen[node_id] = None
+        constant_values.update(o for o in view.node(node_id).output if o)
+        queue.extend(view.downstream(node_id))  # rechecked now that this input is constant
+    return view.topological_ids(chosen) if chosen else []
 
 
 def _run(state: ModelState, nodes: list[onnx.NodeProto],
@@ -140,9 +156,9 @@ def _run(state: ModelState, nodes: list[onnx.NodeProto],
 _ORT_SAFE_IR = 10  # every onnxruntime this project supports loads IR 10
 
 
-def _fold_computations(state: ModelState) -> int:
+def _fold_computations(state: ModelState, changed: list[NodeId] | None) -> int:
     view = state.view
-    node_ids = _foldable_nodes(view)
+    node_ids = _foldable_nodes(view, changed)
     if not node_ids:
         return 0
     nodes = [view.node(n) for n in node_ids]

@@ -318,6 +318,15 @@ class Rewriter:
             renamed.add(source)
 
     # ------------------------------------------------------------------- apply
+    def would_apply(self, match: Match) -> bool:
+        """Whether ``apply`` would rewrite (the graph is not touched)."""
+        try:
+            build = self.build(match)
+            self._check(match, build, self._deleted_nodes(match, build))
+        except (Refused, EvalFailure):
+            return False
+        return True
+
     def apply(self, match: Match) -> Applied:
         """Rewrite the graph for ``match``; raises ``Refused`` or ``EvalFailure`` untouched."""
         view = self.view

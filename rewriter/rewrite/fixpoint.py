@@ -29,6 +29,10 @@ from .propagation import annotation_of, provider_of
 MAX_ROUNDS = 16
 MAX_REFUSALS_PER_ROOT = 16
 
+# Engine self-check for tests: after each level, sweep the whole graph once more and fail
+# if any rule still applies or a built-in still finds work (the worklist missed a root).
+check_fixpoint = False
+
 
 @dataclass
 class LevelStats:
@@ -97,11 +101,14 @@ class LevelRunner:
         bound = self.max_rewrites or (10 * len(view) + 1000)
         total = 0
         recent: deque[str] = deque(maxlen=200)
+        seen_changes: dict[str, int] = {}  # builtin -> position in view.changes it has seen
         for round_index in range(MAX_ROUNDS):
             start = time.perf_counter()
             folded = 0
             for name in self.builtins:
-                removed = BUILTINS[name](self.state)
+                changed = view.changed_since(seen_changes[name]) if name in seen_changes else None
+                seen_changes[name] = len(view.changes)
+                removed = BUILTINS[name](self.state, changed) if changed is None or changed else 0
                 self.stats.builtins[name] += removed
                 folded += removed
             if folded and hasattr(self.state, "refresh_types"):
@@ -115,7 +122,24 @@ class LevelRunner:
                 break
             if not self.builtins:
                 break
+        if check_fixpoint:
+            self._check_fixpoint(view)
         return self.stats
+
+    def _check_fixpoint(self, view: GraphView) -> None:
+        from ..passes import BUILTINS
+
+        matcher = Matcher(view, record_failures=False)
+        rewriter = Rewriter(self.state, self._kernel_check if self.placement.after_partition else None)
+        for node_id in sorted(view.node_ids(), key=view.order_of):
+            for rule in self.by_op.get(view.node_key(node_id), ()):
+                for match in matcher.matches(rule, node_id):
+                    if self._placement_allows(rule, match) and rewriter.would_apply(match):
+                        raise AssertionError(f"fixpoint missed {rule.name} at node "
+                                             f"'{view.node(node_id).name or node_id}'")
+        for name in self.builtins:
+            if BUILTINS[name](self.state, None):
+                raise AssertionError(f"fixpoint missed work for builtin {name}")
 
     # ------------------------------------------------------------------- worklist
     def _rules_to_fixpoint(self, view: GraphView, budget: int, recent: deque) -> int:
@@ -200,37 +224,40 @@ class LevelRunner:
 
 
 class _RevisitTrie:
-    """The moves that lead from a pattern node back to its root, for all rules of a level.
+    """The walks from a pattern node back to its root (see ``plan._revisit_paths``), for
+    all rules of a level, merged into one trie.
 
-    Each trie node is a move sequence; ``ends`` holds the root op keys of the rules for
-    which that sequence leads from some pattern node to the root."""
+    The first level is keyed by the op keys of the changed node, the next ones by
+    (move, op keys of the node reached); ``is_root`` marks where some walk ends."""
 
-    def __init__(self, rules: list[CompiledRule]) -> None:
-        self.children: dict[str, _RevisitTrie] = {}
-        self.ends: set[tuple[str, str]] = set()
+    def __init__(self, rules: list[CompiledRule] = ()) -> None:
+        self.children: dict[object, _RevisitTrie] = {}
+        self.is_root = False
         for rule in rules:
-            for path in rule.revisit_paths:
+            for walk in rule.revisit_paths:
                 node = self
-                for move in path:
-                    node = node.children.setdefault(move, _RevisitTrie([]))
-                node.ends.update(rule.root_ops)
+                for key in walk:
+                    node = node.children.setdefault(key, _RevisitTrie())
+                node.is_root = True
 
     def roots(self, view: GraphView, changed: set[NodeId]) -> list[NodeId]:
         """Nodes that may now root a match because ``changed`` nodes changed, in graph order."""
         moves = {"up": view.upstream, "down": view.downstream, "sibling": view.siblings}
         found: set[NodeId] = set()
-        stack = [(n, self) for n in changed if view.has_node(n)]
+        stack: list[tuple[NodeId, _RevisitTrie]] = []
+        for node_id in changed:
+            if view.has_node(node_id):
+                key = view.node_key(node_id)
+                stack.extend((node_id, child) for ops, child in self.children.items() if key in ops)
         seen = set(stack)
         while stack:
             node_id, trie = stack.pop()
-            if trie.ends:
-                proto = view.node(node_id)
-                if (normalize_domain(proto.domain), proto.op_type) in trie.ends:
-                    found.add(node_id)
-            for move, child in trie.children.items():
+            if trie.is_root:
+                found.add(node_id)
+            for (move, ops), child in trie.children.items():
                 for other in moves[move](node_id):
                     state = (other, child)
-                    if state not in seen:
+                    if state not in seen and view.node_key(other) in ops:
                         seen.add(state)
                         stack.append(state)
         return sorted(found, key=view.order_of)
