@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from .errors import RewriterError, RuleError
+from .errors import ModelError, RewriterError, RuleError
 
 EXIT_USAGE = 2
 
@@ -60,22 +60,36 @@ def cli() -> None:
               help="A .kernels file describing another provider's kernels (repeatable).")
 @click.option("--max-rewrites", type=int, default=None,
               help="Bound on rewrites per level before reporting a pack that never settles.")
+@click.option("--external-data", type=click.Choice(["auto", "always", "never"]), default="auto",
+              show_default=True,
+              help="Write initializers to one data file beside the output: auto = when the "
+                   "input had external data or the model exceeds 2 GB.")
+@click.option("--external-data-file", default=None,
+              help="Name of that file, beside the output (default: OUTPUT_NAME.data).")
+@click.option("--external-data-threshold", type=click.IntRange(min=0), default=1024,
+              show_default=True, help="Only tensors of at least this many bytes go there.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def optimize(model: Path, output: Path, level: str, rule_files: tuple[Path, ...],
              no_bundled: bool, providers: str, layer_assignment: str | None,
              annotation_boundaries: str, provider_kernels: tuple[Path, ...],
-             max_rewrites: int | None, quiet: bool) -> None:
+             max_rewrites: int | None, external_data: str, external_data_file: str | None,
+             external_data_threshold: int, quiet: bool) -> None:
     """Optimize MODEL with the rule packs up to --level and write it to -o."""
-    from .graph.model_io import save_model
+    from .graph.model_io import read_model, save_model
     from .pipeline import optimize as run_optimize
 
     try:
-        result = run_optimize(model, level=level, rules=list(rule_files), bundled=not no_bundled,
+        source, had_external = read_model(model)
+        result = run_optimize(source, level=level, rules=list(rule_files), bundled=not no_bundled,
                               max_rewrites=max_rewrites, providers=providers,
                               layer_assignment=layer_assignment,
                               annotation_boundaries=annotation_boundaries,
                               provider_kernels=list(provider_kernels))
-        save_model(result.model, output)
+        save_model(result.model, output, external_data=external_data, location=external_data_file,
+                   size_threshold=external_data_threshold, source_used_external=had_external)
+    except ModelError as error:
+        _fail(error if str(error).startswith(str(model)) or str(error).startswith(str(output))
+              else ModelError(f"{model}: {error}"))
     except RewriterError as error:
         _fail(error)
     if not quiet:

@@ -12,6 +12,7 @@ one provider that the rule names (new nodes inherit the root's provider).
 """
 from __future__ import annotations
 
+import gc
 import os
 import time
 from collections import Counter
@@ -23,7 +24,7 @@ from onnx import ModelProto
 
 from .dsl import Pack, load_pack
 from .errors import ModelError, RewriterError
-from .graph.model import ModelState, op_histogram
+from .graph.model import FunctionState, ModelState, op_histogram
 from .graph.model_io import load_model
 from .resources import bundled_pack_paths
 from .partition import PartitionReport, parse_layer_assignment, partition, provider_list
@@ -128,6 +129,18 @@ def optimize(model_or_path: ModelProto | str | os.PathLike, level: str | int = "
     ``provider_kernels`` adds kernel tables for providers (``.kernels`` files).
     The input model is not modified; the result holds a new ``ModelProto`` and a ``Report``.
     """
+    collecting = gc.isenabled()
+    gc.disable()  # the run allocates many small, short-lived objects and makes few cycles;
+    try:          # generational collections over a big graph's view cost up to a third
+        return _optimize(model_or_path, level, rules, bundled, max_rewrites, providers,
+                         layer_assignment, annotation_boundaries, provider_kernels)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _optimize(model_or_path, level, rules, bundled, max_rewrites, providers, layer_assignment,
+              annotation_boundaries, provider_kernels) -> Result:
     if annotation_boundaries not in ANNOTATION_BOUNDARIES:
         raise RewriterError(f"annotation boundaries must be one of {', '.join(ANNOTATION_BOUNDARIES)}, "
                             f"not '{annotation_boundaries}'")
@@ -151,6 +164,7 @@ def optimize(model_or_path: ModelProto | str | os.PathLike, level: str | int = "
     before = Placement(after_partition=False, respect_annotations=annotation_boundaries == "respect")
     for lvl in (lvl for lvl in levels if lvl <= 1):
         _run_level(state, packs, lvl, before, max_rewrites, report, timings)
+    _optimize_functions(state, packs, before, max_rewrites, report, timings)
     if level_number >= 2:
         start = time.perf_counter()
         report.partition = partition(state, provider_order, layer_assignment)
@@ -195,6 +209,18 @@ def _run_level(state, packs: list[Pack], lvl: int, placement: Placement,
     for sub in list(state.subgraph_states()):
         _run_level(sub, packs, lvl, placement, max_rewrites, report, timings, counts)
         sub.write_back()
+
+
+def _optimize_functions(state: ModelState, packs: list[Pack], placement: Placement,
+                        max_rewrites: int | None, report: Report, timings: dict[str, float]) -> None:
+    """Model-local function bodies get the levels that run before partitioning (ONNX
+    Runtime inlines functions before it partitions; later levels see only the main graph)."""
+    counts = {row.rule: row for row in report.rules}
+    for function in state.functions:
+        fstate = FunctionState(state, function)
+        for lvl in sorted({p.level for p in packs if p.level <= 1}):
+            _run_level(fstate, packs, lvl, placement, max_rewrites, report, timings, counts)
+        fstate.write_back()
 
 
 def _partition_subgraphs(state, providers: list[str], layer_assignment: str | None,

@@ -203,3 +203,109 @@ def test_external_data_beside_the_model_is_read(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = onnx.load(str(tmp_path / "out.onnx"))
     assert onnx.numpy_helper.to_array(out.graph.initializer[0]).tolist() == [1.0, 1.0]
+
+
+def _weights_model(size: int = 4096):
+    rng = np.random.default_rng(0)
+    w = onnx.numpy_helper.from_array(rng.standard_normal(size).astype(np.float32), "w")
+    small = onnx.numpy_helper.from_array(np.float32([2.0]), "two")
+    return model([helper.make_node("Identity", ["x"], ["i"]), helper.make_node("Add", ["i", "w"], ["a"]),
+                  helper.make_node("Mul", ["a", "two"], ["y"])],
+                 [tensor("x", shape=[size])], [tensor("y", shape=[size])], [w, small])
+
+
+def _assert_runs_like(original: onnx.ModelProto, path) -> None:
+    import onnxruntime as ort
+    onnx.checker.check_model(str(path), full_check=True)
+    x = np.arange(original.graph.input[0].type.tensor_type.shape.dim[0].dim_value, dtype=np.float32)
+    expected = ort.InferenceSession(original.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    actual = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-6)
+
+
+def test_external_data_always_writes_one_file_beside_the_output(tmp_path):
+    source = _weights_model()
+    onnx.save(source, str(tmp_path / "in.onnx"))
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    proc = rewriter_cli("optimize", tmp_path / "in.onnx", "-o", out_dir / "m.onnx", "--external-data", "always",
+                        "--external-data-file", "weights.bin")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out_dir.iterdir()) == ["m.onnx", "weights.bin"]
+    header = onnx.load(str(out_dir / "m.onnx"), load_external_data=False)
+    where = {t.name: t.data_location for t in header.graph.initializer}
+    assert where == {"w": onnx.TensorProto.EXTERNAL, "two": onnx.TensorProto.DEFAULT}  # threshold 1024 bytes
+    assert (out_dir / "weights.bin").stat().st_size >= 4096 * 4
+    _assert_runs_like(source, out_dir / "m.onnx")
+
+
+def test_external_data_input_gives_external_output_by_default_and_never_inlines(tmp_path):
+    source = _weights_model()
+    onnx.save(_weights_model(), str(tmp_path / "in.onnx"), save_as_external_data=True, location="in.data")
+    proc = rewriter_cli("optimize", tmp_path / "in.onnx", "-o", tmp_path / "out.onnx")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out.onnx.data").is_file()
+    _assert_runs_like(source, tmp_path / "out.onnx")
+    inline = rewriter_cli("optimize", tmp_path / "in.onnx", "-o", tmp_path / "inline.onnx", "--external-data", "never")
+    assert inline.returncode == 0, inline.stderr
+    assert not (tmp_path / "inline.onnx.data").exists()
+    _assert_runs_like(source, tmp_path / "inline.onnx")
+
+
+def test_external_data_file_name_must_stay_beside_the_output(tmp_path):
+    onnx.save(_weights_model(), str(tmp_path / "in.onnx"))
+    proc = rewriter_cli("optimize", tmp_path / "in.onnx", "-o", tmp_path / "out.onnx",
+                        "--external-data", "always", "--external-data-file", "../elsewhere.bin")
+    assert_clean_failure(proc, "must be a plain file name")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.onnx"]
+
+
+def test_saving_with_external_data_leaves_the_model_in_memory_untouched(tmp_path):
+    import rewriter
+    result = rewriter.optimize(_weights_model())
+    before = result.model.SerializeToString()
+    rewriter.save_model(result.model, tmp_path / "m.onnx", external_data="always")
+    assert result.model.SerializeToString() == before
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("ir_version", 99, "IR version 99 is not one this engine knows"),
+    ("opset", 99, "opset 99 of ai.onnx is not one this engine knows"),
+])
+def test_unknown_ir_version_or_opset_is_refused(tmp_path, field, value, message):
+    m = _weights_model(16)
+    if field == "ir_version":
+        m.ir_version = value
+    else:
+        m.opset_import[0].version = value
+    onnx.save(m, str(tmp_path / "in.onnx"))
+    proc = rewriter_cli("optimize", tmp_path / "in.onnx", "-o", tmp_path / "out.onnx")
+    assert_clean_failure(proc, str(tmp_path / "in.onnx"), message)
+    assert not (tmp_path / "out.onnx").exists()
+
+
+@pytest.mark.slow
+def test_model_over_2gb_goes_through_with_external_data(tmp_path):
+    """Protobuf cannot hold 2 GB: the input comes with external data and the output is
+    written with it automatically (four 640 MB tensors: about 8 GB of memory, 6 GB disk)."""
+    import onnxruntime as ort
+    count = 160_000_000
+    weights = [onnx.numpy_helper.from_array(((np.arange(count) + k) % 1000).astype(np.float32), f"w{k}")
+               for k in range(4)]
+    nodes = [helper.make_node("Identity", ["w0"], ["wi"])]
+    nodes += [helper.make_node("Gather", ["wi" if k == 0 else f"w{k}", "idx"], [f"g{k}"]) for k in range(4)]
+    nodes.append(helper.make_node("Sum", [f"g{k}" for k in range(4)], ["y"]))
+    m = model(nodes, [tensor("idx", onnx.TensorProto.INT64, [3])], [tensor("y", shape=[3])], weights)
+    del weights
+    onnx.save(m, str(tmp_path / "big.onnx"), save_as_external_data=True, location="big.data")
+    del m
+    proc = subprocess.run([sys.executable, "-m", "rewriter", "optimize", str(tmp_path / "big.onnx"),
+                           "-o", str(tmp_path / "out.onnx")], capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out.onnx.data").stat().st_size >= 4 * count * 4
+    header = onnx.load(str(tmp_path / "out.onnx"), load_external_data=False)
+    assert "Identity" not in [n.op_type for n in header.graph.node]
+    session = ort.InferenceSession(str(tmp_path / "out.onnx"), providers=["CPUExecutionProvider"])
+    idx = np.array([0, 1234567, count - 1], np.int64)
+    expected = sum((idx + k) % 1000 for k in range(4)).astype(np.float32)
+    np.testing.assert_array_equal(session.run(None, {"idx": idx})[0], expected)

@@ -91,3 +91,44 @@ def test_subgraph_nodes_are_placed_when_partitioning():
     for attr in node.attribute:
         assert all(provider_of(n) == "CPUExecutionProvider" for n in attr.g.node)
     run_both_branches(m, result.model)
+
+
+def _ref_attribute(name: str, kind: int) -> onnx.AttributeProto:
+    attr = onnx.AttributeProto()
+    attr.name, attr.ref_attr_name, attr.type = name, name, kind
+    return attr
+
+
+def function_model() -> onnx.ModelProto:
+    """A model calling a local function whose body has an Identity, a constant, and nodes
+    whose attributes are the caller's (``ref_attr_name``)."""
+    leaky = helper.make_node("LeakyRelu", ["m"], ["l"])
+    leaky.attribute.append(_ref_attribute("alpha", onnx.AttributeProto.FLOAT))
+    cast = helper.make_node("Cast", ["l"], ["out"])
+    cast.attribute.append(_ref_attribute("to", onnx.AttributeProto.INT))
+    body = [helper.make_node("Identity", ["a"], ["ai"]), helper.make_node("Add", ["ai", "b"], ["s"]),
+            helper.make_node("Constant", [], ["two"], value=helper.make_tensor("v", TensorProto.FLOAT, [], [2.0])),
+            helper.make_node("Mul", ["s", "two"], ["m"]), leaky, cast]
+    function = helper.make_function("my.lib", "Block", ["a", "b"], ["out"], body,
+                                    [helper.make_opsetid("", 17)], attributes=["alpha", "to"])
+    call = helper.make_node("Block", ["x", "y"], ["z"], domain="my.lib", alpha=0.2, to=TensorProto.FLOAT)
+    graph = helper.make_graph([call, helper.make_node("Identity", ["z"], ["w"])], "g",
+                              [tensor("x", shape=[3]), tensor("y", shape=[3])], [tensor("w", shape=[3])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.lib", 1)],
+                          functions=[function])
+    m.ir_version = 10
+    return m
+
+
+def test_model_local_functions_are_optimized_and_stay_valid():
+    before = function_model()
+    onnx.checker.check_model(before, full_check=True)
+    result = rewriter.optimize(before, level="extended", providers="CPU")
+    after = result.model
+    onnx.checker.check_model(after, full_check=True)
+    body = [n.op_type for n in after.functions[0].node]
+    assert "Identity" not in body and "Identity" not in [n.op_type for n in after.graph.node]
+    assert body.count("Cast") == 1 and body.count("LeakyRelu") == 1  # caller's attributes: kept
+    assert list(after.functions[0].input) == ["a", "b"] and list(after.functions[0].output) == ["out"]
+    assert list(after.functions[0].attribute) == ["alpha", "to"]
+    assert_same_outputs(before, after)

@@ -29,6 +29,7 @@ class OpInfo:
     commutative: bool
     inputs: tuple[tuple[str, bool], ...] = ()   # (type constraint or type, variadic) per input
     outputs: tuple[tuple[str, bool], ...] = ()
+    required_inputs: tuple[bool, ...] = ()  # per formal input: must be given (not "")
 
 
 # Ops whose two (or more) inputs may be given in any order.
@@ -54,7 +55,9 @@ def _from_onnx(schema: onnx.defs.OpSchema) -> OpInfo:
                   schema.min_output, schema.max_output, attributes,
                   (domain, schema.name) in COMMUTATIVE,
                   tuple((p.type_str, p.option == variadic) for p in schema.inputs),
-                  tuple((p.type_str, p.option == variadic) for p in schema.outputs))
+                  tuple((p.type_str, p.option == variadic) for p in schema.outputs),
+                  tuple(p.option == onnx.defs.OpSchema.FormalParameterOption.Single
+                        for p in schema.inputs))
 
 
 def _from_ort(schema) -> OpInfo:

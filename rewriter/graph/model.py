@@ -8,9 +8,9 @@ rewrite introduced).
 from __future__ import annotations
 
 import onnx
-from onnx import GraphProto, ModelProto, helper
+from onnx import FunctionProto, GraphProto, ModelProto, TensorProto, ValueInfoProto, helper
 
-from ..dsl.schemas import normalize_domain
+from ..dsl.schemas import find_schema, normalize_domain
 from ..errors import ModelError
 from .types import infer_model_types
 from .view import GraphView
@@ -29,6 +29,90 @@ def _all_value_names(graph: GraphProto, names: set[str]) -> set[str]:
     return names
 
 
+def _check_versions(model: ModelProto, opsets: dict[str, int]) -> None:
+    """Refuse IR versions and standard opsets newer (or older) than onnx here knows: their
+    semantics are unknown, so no rewrite could be trusted."""
+    if not 1 <= model.ir_version <= onnx.IR_VERSION:
+        raise ModelError(f"IR version {model.ir_version} is not one this engine knows "
+                         f"(onnx {onnx.__version__} reads 1 to {onnx.IR_VERSION})")
+    for domain, version in opsets.items():
+        if domain not in ("", "ai.onnx.ml", "ai.onnx.training", "ai.onnx.preview.training"):
+            continue  # custom and contrib domains: their nodes are kept as they are
+        latest = onnx.defs.onnx_opset_version() if domain == "" else max(
+            (s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.domain == domain),
+            default=1)
+        if not 1 <= version <= latest:
+            raise ModelError(f"opset {version} of {domain or 'ai.onnx'} is not one this engine knows "
+                             f"(onnx {onnx.__version__} knows 1 to {latest})")
+
+
+_FIELDS = {  # data type -> (typed field, values per element) when not in raw_data
+    TensorProto.FLOAT: ("float_data", 1), TensorProto.DOUBLE: ("double_data", 1),
+    TensorProto.INT64: ("int64_data", 1), TensorProto.UINT64: ("uint64_data", 1),
+    TensorProto.INT32: ("int32_data", 1), TensorProto.INT8: ("int32_data", 1),
+    TensorProto.UINT8: ("int32_data", 1), TensorProto.INT16: ("int32_data", 1),
+    TensorProto.UINT16: ("int32_data", 1), TensorProto.BOOL: ("int32_data", 1),
+    TensorProto.FLOAT16: ("int32_data", 1), TensorProto.BFLOAT16: ("int32_data", 1),
+    TensorProto.COMPLEX64: ("float_data", 2), TensorProto.COMPLEX128: ("double_data", 2),
+    TensorProto.STRING: ("string_data", 1),
+}
+
+
+def _tensor_problem(tensor: TensorProto) -> str | None:
+    """Why a tensor's data cannot be its declared type and shape (None when it can)."""
+    if tensor.data_location == TensorProto.EXTERNAL or tensor.data_type not in _FIELDS:
+        return None
+    if any(d < 0 for d in tensor.dims):
+        return f"negative dimension in {list(tensor.dims)}"
+    count = 1
+    for d in tensor.dims:
+        count *= d
+    if tensor.HasField("raw_data") and tensor.data_type != TensorProto.STRING:
+        itemsize = onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+        needed = count * itemsize
+        if needed <= 16 << 20:
+            held = len(tensor.raw_data)  # reading raw_data copies it: only for small tensors
+        else:  # big ones: the serialized size brackets the payload without copying it
+            total = tensor.ByteSize()
+            held = needed if needed <= total <= needed + len(tensor.name) + len(tensor.doc_string) + \
+                16 * len(tensor.dims) + 64 else (total if total < needed else total - 64)
+        if held != needed:
+            return (f"holds {held} bytes, its shape {list(tensor.dims)} of "
+                    f"{TensorProto.DataType.Name(tensor.data_type).lower()} needs {needed}")
+        return None
+    field, per = _FIELDS[tensor.data_type]
+    held = len(getattr(tensor, field))
+    if held != count * per and not (held == 0 and count == 0):
+        return f"holds {held} values, its shape {list(tensor.dims)} needs {count * per}"
+    return None
+
+
+def _check_node_schema(proto: onnx.NodeProto, opsets: dict[str, int]) -> None:
+    """Standard-domain nodes must be ops their opset defines, with their inputs given."""
+    domain = normalize_domain(proto.domain)
+    if domain not in ("", "ai.onnx.ml"):
+        return  # contrib and custom ops: kept as they are
+    label = f"node '{proto.name or proto.op_type}'"
+    version = opsets.get(domain)
+    if version is None:
+        raise ModelError(f"malformed graph: {label} uses domain {domain}, which the model does not import")
+    info = find_schema(domain, proto.op_type, version)
+    if info is None:
+        raise ModelError(f"malformed graph: {label} is {proto.op_type}, which "
+                         f"{domain or 'ai.onnx'} opset {version} does not define")
+    inputs = list(proto.input)
+    while inputs and not inputs[-1]:
+        inputs.pop()
+    if not info.min_inputs <= len(inputs) <= info.max_inputs and not (
+            len(inputs) < info.min_inputs and len(proto.input) >= info.min_inputs):
+        raise ModelError(f"malformed graph: {label} ({proto.op_type}) has {len(inputs)} inputs, "
+                         f"opset {version} takes {info.min_inputs} to {info.max_inputs}")
+    for index, name in enumerate(proto.input):
+        if not name and index < len(info.required_inputs) and info.required_inputs[index]:
+            raise ModelError(f"malformed graph: {label} ({proto.op_type}) leaves its required "
+                             f"input {index} empty")
+
+
 class ModelState:
     """The main graph as a ``GraphView`` plus the model-level fields needed to write it back."""
 
@@ -39,6 +123,7 @@ class ModelState:
             self.opsets[normalize_domain(opset.domain)] = opset.version
         if "" not in self.opsets:
             raise ModelError("the model imports no default (ai.onnx) opset")
+        _check_versions(model, self.opsets)
         types = infer_model_types(model)
         try:
             self.view = GraphView(model.graph, self.opsets, types,
@@ -47,12 +132,25 @@ class ModelState:
             raise ModelError(f"malformed graph: {err}") from None
         self._validate()
         self.added_domains: dict[str, int] = {}
+        self.functions = [FunctionProto() for _ in model.functions]  # optimized copies
+        for copy, function in zip(self.functions, model.functions):
+            copy.CopyFrom(function)
 
     def _validate(self) -> None:
-        """Refuse graphs no runtime would load: dangling inputs, missing outputs, cycles."""
+        """Refuse graphs no runtime would load: dangling inputs, missing outputs, cycles,
+        initializers whose data does not fit their shape."""
         view = self.view
+        for tensor in view.initializers.values():
+            problem = _tensor_problem(tensor)
+            if problem:
+                raise ModelError(f"malformed initializer '{tensor.name}': {problem}")
+        names: set[str] = set()
         for node_id in view.node_ids():
             proto = view.node(node_id)
+            _check_node_schema(proto, self.opsets)
+            if proto.name and proto.name in names:  # onnxruntime refuses such a graph
+                raise ModelError(f"malformed graph: two nodes are named '{proto.name}'")
+            names.add(proto.name)
             for name in proto.input:
                 if name and not view.has_value(name):
                     raise ModelError(f"malformed graph: node '{proto.name or proto.op_type}' reads "
@@ -101,7 +199,7 @@ class ModelState:
         model.opset_import.extend(source.opset_import)
         for domain, version in self.added_domains.items():
             model.opset_import.append(helper.make_opsetid(domain, version))
-        model.functions.extend(source.functions)
+        model.functions.extend(self.functions)
         if hasattr(source, "training_info"):
             model.training_info.extend(source.training_info)
 
@@ -166,6 +264,54 @@ class SubgraphState:
 
     def subgraph_states(self):
         yield from _subgraph_states(self.root, self.view, self.outer | self.view.live_values())
+
+
+class FunctionState:
+    """A model-local function's body, optimized like a graph: its inputs are graph inputs,
+    its outputs graph outputs (their names kept), its own opset imports apply.  Types are
+    unknown here (they depend on the call site), so only rules that need none apply."""
+
+    def __init__(self, root: "ModelState", function: FunctionProto) -> None:
+        self.root = root
+        self.source = root.source
+        self.function = function
+        self.opsets = {normalize_domain(o.domain): o.version for o in function.opset_import}
+        self.opsets.setdefault("", root.opsets[""])
+        graph = GraphProto()
+        graph.name = f"function {function.domain}.{function.name}"
+        graph.node.extend(function.node)
+        graph.input.extend(ValueInfoProto(name=name) for name in function.input)
+        graph.output.extend(ValueInfoProto(name=name) for name in function.output)
+        try:
+            self.view = GraphView(graph, self.opsets, {}, reserved_names=_all_value_names(graph, set()))
+        except ValueError as err:
+            raise ModelError(f"malformed function '{function.name}': {err}") from None
+        self.outer: set[str] = set()
+
+    def require_domain(self, domain: str, version: int = 1) -> None:
+        domain = normalize_domain(domain)
+        if domain not in self.opsets:
+            self.opsets[domain] = version
+            self.view.opsets[domain] = version
+            self.function.opset_import.append(helper.make_opsetid(domain, version))
+        self.root.require_domain(domain, version)
+
+    def write_back(self) -> None:
+        """Replace the function's nodes with the optimized ones (inputs/outputs kept).  A
+        function has no initializers: constants (folded or computed by a rule) become
+        Constant nodes again."""
+        try:
+            nodes = self.view.topological_nodes()
+        except ValueError as err:
+            raise ModelError(f"rewriting produced an invalid function: {err}") from None
+        del self.function.node[:]
+        for name, tensor in self.view.initializers.items():
+            if self.view.consumer_count(name) or self.view.is_graph_output(name):
+                self.function.node.append(helper.make_node("Constant", [], [name], value=tensor))
+        self.function.node.extend(nodes)
+
+    def subgraph_states(self):
+        yield from _subgraph_states(self.root, self.view, self.view.live_values())
 
 
 def _subgraph_states(root: "ModelState", view: GraphView, visible: set[str]):

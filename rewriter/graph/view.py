@@ -26,6 +26,16 @@ NodeId = int
 SourceKey = tuple  # ("input" | "init" | "outer", name)
 
 
+class _FunctionAttribute:
+    """An attribute whose value is the calling node's (``ref_attr_name``): unknown here."""
+
+    def __repr__(self) -> str:
+        return "<function attribute>"
+
+
+FUNCTION_ATTRIBUTE = _FunctionAttribute()
+
+
 def subgraphs_of(node: NodeProto) -> Iterator[GraphProto]:
     for attr in node.attribute:
         if attr.type == AttributeProto.GRAPH:
@@ -451,10 +461,11 @@ class GraphView:
         return None if producer is None else self._nodes[producer].op_type
 
     def attribute(self, node_id: NodeId, name: str) -> object:
-        """A node attribute as a Python value (None when absent; no schema default)."""
+        """A node attribute as a Python value (None when absent; no schema default;
+        ``FUNCTION_ATTRIBUTE`` inside a function body when it names the caller's attribute)."""
         for attr in self._nodes[node_id].attribute:
             if attr.name == name:
-                return attribute_value(attr)
+                return FUNCTION_ATTRIBUTE if attr.ref_attr_name else attribute_value(attr)
         return None
 
     def upstream(self, node_id: NodeId) -> Iterator[NodeId]:

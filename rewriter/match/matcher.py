@@ -20,7 +20,7 @@ from ..expr.dtypes import DTYPES
 from ..expr.evaluate import evaluate, truth
 from ..expr.functions import CONSTANTS
 from ..expr.values import EvalFailure, Ref
-from ..graph.view import GraphView, NodeId
+from ..graph.view import FUNCTION_ATTRIBUTE, GraphView, NodeId
 from .plan import CompiledRule
 
 _MISSING = object()
@@ -114,6 +114,8 @@ class _State:
 
 def attribute_with_default(view: GraphView, node_id: NodeId, name: str) -> object:
     value = view.attribute(node_id, name)
+    if value is FUNCTION_ATTRIBUTE:
+        raise EvalFailure(f"attribute {name} is the calling node's (inside a function)")
     if value is not None:
         return value
     proto = view.node(node_id)
@@ -304,7 +306,11 @@ class Matcher:
 
     def _match_attrs(self, alt: A.OpPattern, node_id: NodeId, state: _State, depth: int) -> bool:
         for pattern in alt.attrs:
-            actual = attribute_with_default(self.view, node_id, pattern.name)
+            try:
+                actual = attribute_with_default(self.view, node_id, pattern.name)
+            except EvalFailure as err:
+                self._fail(depth, str(err), state)
+                return False
             expr = pattern.value
             if isinstance(expr, A.Name) and expr.id not in state.compiled.tensor_vars \
                     and expr.id not in state.values:

@@ -8,7 +8,8 @@
 
 Not folded: nondeterministic ops, control flow, QuantizeLinear/DequantizeLinear (QDQ
 patterns must stay visible to later fusions), nodes producing graph outputs, and outputs
-that would blow the model up (larger than 16 MiB and more than twice their inputs).
+that would blow the model up (larger than 16 MiB and more than twice their inputs), and
+nodes reading more than 64 MiB of constants (evaluating them would copy the weights).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ NOT_FOLDED = frozenset({
     "SequenceLength", "SequenceMap", "Optional", "OptionalGetElement", "OptionalHasElement",
 })
 _LARGE_OUTPUT = 16 << 20
+_LARGE_INPUT = 64 << 20
 
 
 def fold_constants(state: ModelState, changed: list[NodeId] | None = None) -> int:
@@ -77,7 +79,8 @@ def _fold_static_shapes(view: GraphView) -> int:
             if not proto.input or not proto.output or view.is_graph_output(proto.output[0]):
                 continue
             shape = view.shape(proto.input[0])
-            if shape is None or not all(isinstance(d, int) for d in shape):
+            if shape is None or not all(isinstance(d, int) for d in shape) or \
+                    any(a.ref_attr_name for a in proto.attribute):
                 continue
             if op == "Shape":
                 rank = len(shape)
@@ -101,11 +104,14 @@ def _foldable(view: GraphView, node_id: NodeId, constant_values: set[str]) -> bo
     proto = view.node(node_id)
     if normalize_domain(proto.domain) != "" or proto.op_type in NOT_FOLDED:
         return False
-    if any(True for _ in subgraphs_of(proto)):
-        return False
+    if any(True for _ in subgraphs_of(proto)) or any(a.ref_attr_name for a in proto.attribute):
+        return False  # control flow; or inside a function, an attribute set by the caller
     if any(o and view.is_graph_output(o) for o in proto.output):
         return False
-    return all(i in constant_values or view.is_constant(i) for i in proto.input if i)
+    if not all(i in constant_values or view.is_constant(i) for i in proto.input if i):
+        return False
+    # evaluating copies its inputs into a session: big weights stay as they are
+    return sum(_nbytes(view, i) for i in proto.input if i) <= _LARGE_INPUT
 
 
 def _foldable_nodes(view: GraphView, changed: list[NodeId] | None = None) -> list[NodeId]:
