@@ -125,6 +125,14 @@ def _onnx_schema_history() -> dict[tuple[str, str], list]:
     return table
 
 
+@lru_cache(maxsize=None)
+def latest_opset(domain: str) -> int:
+    """The newest version of a standard domain the installed onnx defines."""
+    domain = normalize_domain(domain)
+    return max((s.since_version for (d, _), schemas in _onnx_schema_history().items() if d == domain
+                for s in schemas), default=1)
+
+
 def onnx_op_names(domain: str) -> list[str]:
     """Every op name ONNX knows in a domain (for "did you mean" hints)."""
     domain = normalize_domain(domain)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import onnx
 from onnx import FunctionProto, GraphProto, ModelProto, TensorProto, ValueInfoProto, helper
 
-from ..dsl.schemas import find_schema, normalize_domain
+from ..dsl.schemas import find_schema, latest_opset, normalize_domain
 from ..errors import ModelError
 from .types import infer_model_types
 from .view import GraphView
@@ -38,9 +38,7 @@ def _check_versions(model: ModelProto, opsets: dict[str, int]) -> None:
     for domain, version in opsets.items():
         if domain not in ("", "ai.onnx.ml", "ai.onnx.training", "ai.onnx.preview.training"):
             continue  # custom and contrib domains: their nodes are kept as they are
-        latest = onnx.defs.onnx_opset_version() if domain == "" else max(
-            (s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.domain == domain),
-            default=1)
+        latest = latest_opset(domain)
         if not 1 <= version <= latest:
             raise ModelError(f"opset {version} of {domain or 'ai.onnx'} is not one this engine knows "
                              f"(onnx {onnx.__version__} knows 1 to {latest})")
@@ -72,12 +70,12 @@ def _tensor_problem(tensor: TensorProto) -> str | None:
         needed = count * itemsize
         if needed <= 16 << 20:
             held = len(tensor.raw_data)  # reading raw_data copies it: only for small tensors
-        else:  # big ones: the serialized size brackets the payload without copying it
+        else:  # big ones: the serialized size (payload + a small header) brackets it, no copy
+            header = len(tensor.name) + len(tensor.doc_string) + 16 * len(tensor.dims) + 64
             total = tensor.ByteSize()
-            held = needed if needed <= total <= needed + len(tensor.name) + len(tensor.doc_string) + \
-                16 * len(tensor.dims) + 64 else (total if total < needed else total - 64)
+            held = needed if needed <= total <= needed + header else total
         if held != needed:
-            return (f"holds {held} bytes, its shape {list(tensor.dims)} of "
+            return (f"holds {'about ' if needed > 16 << 20 else ''}{held} bytes, its shape {list(tensor.dims)} of "
                     f"{TensorProto.DataType.Name(tensor.data_type).lower()} needs {needed}")
         return None
     field, per = _FIELDS[tensor.data_type]

@@ -289,7 +289,7 @@ class GraphView:
         self.types[tensor.name] = T.tensor_type(tensor)
         self._add_source(("init", tensor.name))
         for consumer, in_slot in self._consumers[tensor.name]:
-            self.nx.add_edge(("init", tensor.name), consumer, key=in_slot, value=tensor.name, out_slot=0)
+            self._add_edge(("init", tensor.name), consumer, in_slot, tensor.name, 0)
             self.changes.append(consumer)
 
     def remove_initializer(self, name: str) -> None:
@@ -491,11 +491,6 @@ class GraphView:
             for consumer, _ in consumers.get(name, ()):
                 if consumer != node_id:
                     yield consumer
-
-    def neighbors(self, node_id: NodeId) -> Iterator[NodeId]:
-        """Nodes one edge away, either direction."""
-        yield from self.upstream(node_id)
-        yield from self.downstream(node_id)
 
     # ------------------------------------------------------------------------- names
     def fresh_value_name(self, base: str) -> str:
