@@ -1,18 +1,24 @@
-"""Compare rewriter with ONNX Runtime's own optimizer on real models, at one level.
+"""Compare rewriter with ONNX Runtime's own optimizer (and the Python peers) on real models.
 
     python bench/compare_ort.py tests/models/*.onnx --level basic
+    python bench/compare_ort.py DIR/*.onnx --level extended --peers
 
-For each model: node counts (original, ours, ORT's via optimized_model_filepath), the op
-histogram differences, whether our output passes onnx.checker's full check, and the max
-absolute difference of outputs against the original on random inputs (ORT optimizations off).
+For each model: node counts (original, ours, ORT's via optimized_model_filepath, and with
+--peers onnxscript's optimize_for_ort and onnxruntime.transformers' optimize_model), the op
+histogram differences against ORT, the fused (non-standard-domain) ops each produced, whether
+our output passes onnx.checker's full check, and the max absolute difference of outputs
+against the original on random inputs (ORT optimizations off).  Exits 1 when any model has
+more nodes than the best peer, fails the checker, or differs by more than 1e-4.
 """
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import tempfile
 import time
 from collections import Counter
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +45,43 @@ def ort_optimized(path: Path, level: str) -> onnx.ModelProto:
         return onnx.load(options.optimized_model_filepath, load_external_data=False)
 
 
+def onnxscript_optimized(model: onnx.ModelProto) -> onnx.ModelProto | None:
+    """onnxscript's optimize_for_ort (the fusions it ships for onnxruntime)."""
+    try:
+        from onnxscript import ir
+        from onnxscript.rewriter.ort_fusions import optimize_for_ort
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            optimized, _ = optimize_for_ort(ir.serde.deserialize_model(onnx.ModelProto.FromString(
+                model.SerializeToString())))
+            return ir.serde.serialize_model(optimized)
+    except Exception as error:  # a peer failing on a model is a result, not a crash
+        print(f"    onnxscript failed: {str(error).splitlines()[0][:100] if str(error) else type(error)}")
+        return None
+
+
+TRANSFORMERS_TYPES = {"gpt2": "gpt2", "vit": "vit"}  # anything else: bert (its encoder fusions)
+
+
+def transformers_optimized(path: Path) -> onnx.ModelProto | None:
+    """onnxruntime.transformers' optimize_model with its default level for the model type;
+    heads and hidden size 0 = detect from the graph."""
+    try:
+        from onnxruntime.transformers.optimizer import optimize_model
+        family = path.name.split("_")[0]
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            return optimize_model(str(path), model_type=TRANSFORMERS_TYPES.get(family, "bert")).model
+    except Exception as error:
+        print(f"    transformers failed: {str(error).splitlines()[0][:100] if str(error) else type(error)}")
+        return None
+
+
+def fused(model: onnx.ModelProto | None) -> dict[str, int]:
+    """Histogram of ops outside the standard domain (the fusions' products)."""
+    if model is None:
+        return {}
+    return dict(Counter(n.op_type for n in model.graph.node if n.domain not in ("", "ai.onnx")))
+
+
 def run(model: onnx.ModelProto, feeds, base_dir: Path) -> list[np.ndarray]:
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -49,7 +92,7 @@ def run(model: onnx.ModelProto, feeds, base_dir: Path) -> list[np.ndarray]:
         return session.run(None, feeds)
 
 
-def compare(path: Path, level: str) -> dict:
+def compare(path: Path, level: str, peers: bool) -> dict:
     original = onnx.load(str(path))
     start = time.perf_counter()
     ours = rewriter.optimize(original, level=level)
@@ -63,10 +106,17 @@ def compare(path: Path, level: str) -> dict:
     feeds = random_feeds(original, 0)
     diff = max(float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
                for a, b in zip(run(original, feeds, path.parent), run(ours.model, feeds, path.parent)))
+    script = onnxscript_optimized(original) if peers else None
+    transformers = transformers_optimized(path) if peers else None
     ours_ops = Counter(n.op_type for n in ours.model.graph.node)
     ort_ops = Counter(n.op_type for n in theirs.graph.node)
     return {"model": path.name, "original": len(original.graph.node), "ours": len(ours.model.graph.node),
-            "ort": len(theirs.graph.node), "checker": checker, "max_abs_diff": diff,
+            "ort": len(theirs.graph.node),
+            "onnxscript": len(script.graph.node) if script is not None else None,
+            "transformers": len(transformers.graph.node) if transformers is not None else None,
+            "fused": {"ours": fused(ours.model), "ORT": fused(theirs), "onnxscript": fused(script),
+                      "transformers": fused(transformers)},
+            "checker": checker, "max_abs_diff": diff,
             "ms": ours_seconds * 1000,
             "only_ours": dict(ours_ops - ort_ops), "only_ort": dict(ort_ops - ours_ops)}
 
@@ -75,18 +125,33 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="+", type=Path)
     parser.add_argument("--level", default="basic", choices=sorted(ORT_LEVELS))
+    parser.add_argument("--peers", action="store_true",
+                        help="also run onnxscript's optimize_for_ort and onnxruntime.transformers' "
+                             "optimize_model (extended level)")
+    parser.add_argument("--histograms", action="store_true", help="print each one's fused-op histogram")
     args = parser.parse_args()
-    print(f"{'model':28} {'orig':>5} {'ours':>5} {'ORT':>5} {'checker':8} {'max|diff|':>10} {'ms':>7}")
+    print(f"{'model':32} {'orig':>5} {'ours':>5} {'ORT':>5} {'oscript':>7} {'transf':>6} {'checker':8} "
+          f"{'max|diff|':>10} {'ms':>7}")
     worst = 0
     for path in args.models:
-        row = compare(path, args.level)
-        print(f"{row['model']:28} {row['original']:5} {row['ours']:5} {row['ort']:5} {row['checker']:8} "
-              f"{row['max_abs_diff']:10.2e} {row['ms']:7.1f}")
+        row = compare(path, args.level, args.peers)
+        best = min(n for n in (row["ort"], row["onnxscript"], row["transformers"]) if n is not None)
+        flag = "" if row["ours"] <= best else "  <-- more than the best peer"
+        print(f"{row['model']:32} {row['original']:5} {row['ours']:5} {row['ort']:5} "
+              f"{show(row['onnxscript']):>7} {show(row['transformers']):>6} {row['checker']:8} "
+              f"{row['max_abs_diff']:10.2e} {row['ms']:7.1f}{flag}")
         if row["only_ours"] or row["only_ort"]:
             print(f"    ops only in ours: {row['only_ours']}   only in ORT's: {row['only_ort']}")
-        if row["ours"] > row["ort"] or row["checker"] != "ok" or row["max_abs_diff"] > 1e-4:
+        if args.histograms:
+            for who, histogram in row["fused"].items():
+                print(f"    fused by {who + ':':13} {dict(sorted(histogram.items()))}")
+        if flag or row["checker"] != "ok" or row["max_abs_diff"] > 1e-4:
             worst = 1
     return worst
+
+
+def show(count: int | None) -> str:
+    return "-" if count is None else str(count)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Not a test dependency (tests use tests/models/).  Needs torch and transformers:
     python -m venv /tmp/tv && /tmp/tv/bin/pip install torch==2.13.0 transformers onnx onnxscript
-    /tmp/tv/bin/python bench/export_models.py OUT_DIR
+    /tmp/tv/bin/python bench/export_models.py OUT_DIR [resnet bert bert48 distilbert gpt2 vit]
 Writes resnet18_bn (TorchScript, BatchNormalization kept), bert variants (TorchScript and
 dynamo exporters, static and dynamic axes) with random weights.
 """
@@ -69,46 +69,97 @@ def export_resnet(out: Path, width: int = 64, name: str = "resnet18_bn.onnx") ->
                       training=torch.onnx.TrainingMode.PRESERVE)
 
 
-def export_bert(out: Path, layers: int = 2, prefix: str = "bert") -> None:
+def export_variants(model: nn.Module, args: tuple, names: list[str], dynamic: dict, out: Path,
+                    prefix: str) -> None:
+    """One model in the exporter variants users produce: TorchScript at opset 17 with static
+    and dynamic axes, TorchScript at opset 14 (LayerNormalization decomposed), dynamo (opset 18)."""
+    model = model.eval()
+    torch.onnx.export(model, args, out / f"{prefix}_ts_static.onnx", dynamo=False,
+                      opset_version=17, input_names=names)
+    torch.onnx.export(model, args, out / f"{prefix}_ts_dynamic.onnx", dynamo=False,
+                      opset_version=17, input_names=names, dynamic_axes=dynamic)
+    torch.onnx.export(model, args, out / f"{prefix}_ts_opset14.onnx", dynamo=False,
+                      opset_version=14, input_names=names)
+    try:
+        torch.onnx.export(model, args, out / f"{prefix}_dynamo.onnx", dynamo=True,
+                          input_names=names)
+    except Exception as error:  # the dynamo exporter changes often; report, keep the rest
+        print(f"{prefix}: dynamo export failed: {error}")
+
+
+class HiddenState(nn.Module):
+    """Calls a transformers model with keyword arguments (positional order differs across
+    versions) and returns last_hidden_state only."""
+
+    def __init__(self, inner: nn.Module, names: list[str]) -> None:
+        super().__init__()
+        self.inner, self.names = inner, names
+
+    def forward(self, *args):
+        return self.inner(**dict(zip(self.names, args))).last_hidden_state
+
+
+def text_inputs(names: list[str]) -> tuple:
+    ids = torch.randint(0, 100, (1, 16))
+    mask = torch.ones(1, 16, dtype=torch.int64)
+    mask[0, 12:] = 0  # padding, so the mask matters
+    types = torch.zeros(1, 16, dtype=torch.int64)
+    return tuple({"input_ids": ids, "attention_mask": mask, "token_type_ids": types}[n] for n in names)
+
+
+def export_text(out: Path, prefix: str, model: nn.Module, names: list[str]) -> None:
+    export_variants(HiddenState(model, names), text_inputs(names), names,
+                    {n: {0: "batch", 1: "seq"} for n in names}, out, prefix)
+
+
+def export_bert(out: Path, layers: int = 2, prefix: str = "bert", attention: str = "eager") -> None:
     from transformers import BertConfig, BertModel
 
     config = BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=layers, num_attention_heads=2,
-                        intermediate_size=256, max_position_embeddings=64, attn_implementation="eager")
-    bert = BertModel(config).eval()
+                        intermediate_size=256, max_position_embeddings=64, attn_implementation=attention)
+    export_text(out, prefix, BertModel(config), ["input_ids", "attention_mask", "token_type_ids"])
 
-    class Wrapper(nn.Module):  # keyword arguments: positional order differs across versions
-        def __init__(self) -> None:
-            super().__init__()
-            self.bert = bert
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                             token_type_ids=token_type_ids).last_hidden_state
+def export_distilbert(out: Path, attention: str = "eager", prefix: str = "distilbert") -> None:
+    from transformers import DistilBertConfig, DistilBertModel
 
-    model = Wrapper().eval()
-    ids = torch.randint(0, 100, (1, 16))
-    mask = torch.ones(1, 16, dtype=torch.int64)
-    types = torch.zeros(1, 16, dtype=torch.int64)
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    torch.onnx.export(model, (ids, mask, types), out / f"{prefix}_ts_static.onnx", dynamo=False,
-                      opset_version=17, input_names=names)
-    torch.onnx.export(model, (ids, mask, types), out / f"{prefix}_ts_dynamic.onnx", dynamo=False,
-                      opset_version=17, input_names=names,
-                      dynamic_axes={n: {0: "batch", 1: "seq"} for n in names})
-    torch.onnx.export(model, (ids, mask, types), out / f"{prefix}_ts_opset14.onnx", dynamo=False,
-                      opset_version=14, input_names=names)
-    try:
-        torch.onnx.export(model, (ids, mask, types), out / f"{prefix}_dynamo.onnx", dynamo=True,
-                          input_names=names)
-    except Exception as error:  # the dynamo exporter changes often; report, keep the rest
-        print(f"dynamo export failed: {error}")
+    config = DistilBertConfig(vocab_size=100, dim=64, n_layers=2, n_heads=2, hidden_dim=256,
+                              max_position_embeddings=64, attn_implementation=attention)
+    export_text(out, prefix, DistilBertModel(config), ["input_ids", "attention_mask"])
+
+
+def export_gpt2(out: Path, attention: str = "eager", prefix: str = "gpt2") -> None:
+    from transformers import GPT2Config, GPT2Model
+
+    config = GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=2, n_positions=64,
+                        use_cache=False, attn_implementation=attention)
+    export_text(out, prefix, GPT2Model(config), ["input_ids", "attention_mask"])
+
+
+def export_vit(out: Path, attention: str = "eager", prefix: str = "vit") -> None:
+    from transformers import ViTConfig, ViTModel
+
+    config = ViTConfig(image_size=32, patch_size=8, num_channels=3, hidden_size=64, num_hidden_layers=2,
+                       num_attention_heads=2, intermediate_size=256, attn_implementation=attention)
+    names = ["pixel_values"]
+    export_variants(HiddenState(ViTModel(config, add_pooling_layer=False), names),
+                    (torch.randn(1, 3, 32, 32),), names, {"pixel_values": {0: "batch"}}, out, prefix)
+
+
+EXPORTS = {
+    "resnet": lambda out: (export_resnet(out), export_resnet(out, width=8, name="resnet18_mini_bn.onnx")),
+    "bert": lambda out: (export_bert(out), export_bert(out, attention="sdpa", prefix="bert_sdpa")),
+    "bert48": lambda out: export_bert(out, layers=48, prefix="bert48"),  # the speed benchmark's
+    "distilbert": lambda out: (export_distilbert(out), export_distilbert(out, "sdpa", "distilbert_sdpa")),
+    "gpt2": lambda out: (export_gpt2(out), export_gpt2(out, "sdpa", "gpt2_sdpa")),
+    "vit": lambda out: (export_vit(out), export_vit(out, "sdpa", "vit_sdpa")),
+}
 
 
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "devmodels")
     target.mkdir(parents=True, exist_ok=True)
-    export_resnet(target)
-    export_resnet(target, width=8, name="resnet18_mini_bn.onnx")  # small enough for tests/
-    export_bert(target)
-    export_bert(target, layers=48, prefix="bert48")  # the speed benchmark's ~2,500-node BERT
+    torch.manual_seed(0)
+    for family in sys.argv[2:] or list(EXPORTS):
+        EXPORTS[family](target)
     print("wrote", sorted(p.name for p in target.glob("*.onnx")))

@@ -365,3 +365,32 @@ def test_not_where_fusion_refused_while_the_not_has_other_consumers():
               [tensor("cond", b, [2, 3]), tensor("a", F, [2, 3]), tensor("x", F, [2, 3])],
               [tensor("y", F, [2, 3]), tensor("z", F, [2, 3])])
     check(m, "NotWhereFusion", False)
+
+
+# ------------------------------------------------------------------------ transposes
+
+def test_transpose_transpose_composes_and_identity_disappears():
+    nodes = [helper.make_node("Transpose", ["x"], ["a"], perm=[0, 2, 1, 3]),
+             helper.make_node("Transpose", ["a"], ["t"], perm=[0, 1, 3, 2])]
+    after = check(unary(nodes + [helper.make_node("Neg", ["t"], ["y"])],
+                        x_shape=(2, 3, 4, 5), y_shape=(2, 4, 5, 3)), "TransposeTransposeFusion", True)
+    (transpose,) = [n for n in after.graph.node if n.op_type == "Transpose"]
+    assert list(transpose.attribute[0].ints) == [0, 2, 3, 1]
+    back = [helper.make_node("Transpose", ["x"], ["a"], perm=[0, 2, 3, 1]),
+            helper.make_node("Transpose", ["a"], ["t"], perm=[0, 3, 1, 2]), helper.make_node("Neg", ["t"], ["y"])]
+    assert ops(optimize_basic(unary(back, x_shape=(2, 3, 4, 5))).model) == {"Neg": 1}
+
+
+def reshape_transpose_reshape(s1, s2, y_shape):
+    nodes = [helper.make_node("Reshape", ["x", "s1"], ["r"]), helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1]),
+             helper.make_node("Reshape", ["t", "s2"], ["u"]), helper.make_node("Neg", ["u"], ["y"])]
+    return unary(nodes, x_shape=(2, 3, 4, 5), y_shape=y_shape,
+                 inits=[init("s1", np.array(s1, np.int64)), init("s2", np.array(s2, np.int64))])
+
+
+def test_reshape_transpose_reshape_that_swaps_the_last_axes_is_one_transpose():
+    after = check(reshape_transpose_reshape([-1, 4, 5], [2, 3, 5, 4], (2, 3, 5, 4)),
+                  "ReshapeTransposeReshapeFusion", True)
+    assert ops(after) == {"Transpose": 1, "Neg": 1}
+    # regrouping the last axes is not a transpose of them
+    check(reshape_transpose_reshape([6, 2, 10], [2, 3, 10, 2], (2, 3, 10, 2)), "ReshapeTransposeReshapeFusion", False)

@@ -268,3 +268,96 @@ def test_multi_head_attention_fusion():
 
 def test_multi_head_attention_refuses_softmax_over_another_axis():
     check(attention_graph(softmax_axis=2), "MultiHeadAttentionFusion", False)
+
+
+def projected_attention_graph(mask=True, cross=False):
+    """BERT-style self-attention from one input x: q, k, v = x @ W + b, per-head reshapes."""
+    hidden, heads = 8, 2
+    nodes, inits = [], []
+    for name in "qkv":
+        source = "x2" if cross and name != "q" else "x"
+        nodes += [helper.make_node("MatMul", [source, f"w{name}"], [f"{name}m"]),
+                  helper.make_node("Add", [f"b{name}", f"{name}m"], [name])]
+        inits += [init(f"w{name}", rand(hidden, hidden)), init(f"b{name}", rand(hidden))]
+    base = attention_graph(heads=heads, head_size=hidden // heads)
+    nodes += list(base.graph.node)
+    if not mask:
+        nodes = [n for n in nodes if n.op_type != "Add" or n.input[1] != "mask"]
+        softmax = next(n for n in nodes if n.op_type == "Softmax")
+        softmax.input[0] = "s"
+    inputs = [tensor("x", F, [2, 3, hidden])] + ([tensor("x2", F, [2, 3, hidden])] if cross else []) \
+        + ([tensor("mask", F, [2, 1, 3, 3])] if mask else [])
+    return model(nodes, inputs, [tensor("y", F, [2, 3, hidden])], list(base.graph.initializer) + inits,
+                 domains=["com.microsoft"])
+
+
+def test_attention_fusion_packs_the_projections():
+    after = rewriter_extended(projected_attention_graph())
+    (node,) = after.graph.node
+    weights = {i.name: onnx.numpy_helper.to_array(i) for i in after.graph.initializer}
+    assert node.op_type == "Attention" and weights[node.input[1]].shape == (8, 24)
+    assert weights[node.input[2]].shape == (24,) and node.input[5] == "mask"
+
+
+def test_attention_fusion_refuses_cross_attention():
+    after = rewriter_extended(projected_attention_graph(cross=True))
+    assert ops(after)["MultiHeadAttention"] == 1 and ops(after)["Attention"] == 0
+
+
+def test_attention_without_mask_fuses():
+    check(projected_attention_graph(mask=False), "MultiHeadAttentionNoMaskFusion", True, atol=1e-4)
+    assert ops(rewriter_extended(projected_attention_graph(mask=False))) == {"Attention": 1}
+
+
+def rewriter_extended(before: onnx.ModelProto) -> onnx.ModelProto:
+    from helpers import assert_same_outputs
+    import rewriter
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert_same_outputs(before, after, atol=1e-4)
+    onnx.checker.check_model(after, full_check=True)
+    return after
+
+
+def nan_guard_graph(low: float):
+    nodes = [helper.make_node("Where", ["c", "zero", "low"], ["mask"]),
+             helper.make_node("Add", ["s", "mask"], ["a"]), helper.make_node("Softmax", ["a"], ["p"], axis=-1),
+             helper.make_node("IsNaN", ["p"], ["n"]), helper.make_node("Where", ["n", "zero", "p"], ["y"])]
+    return model(nodes, [tensor("s", F, [2, 2, 3, 3]), tensor("c", TensorProto.BOOL, [2, 1, 1, 3])],
+                 [tensor("y", F, [2, 2, 3, 3])], [init("zero", np.float32(0.0)), init("low", np.float32(low))])
+
+
+def test_softmax_nan_guard_goes_with_a_finite_mask_only():
+    after = check(nan_guard_graph(float(np.finfo(np.float32).min)), "SoftmaxNanGuardElimination", True)
+    assert "IsNaN" not in ops(after)
+    # with -inf a fully masked row is NaN and the guard makes it 0: it must stay
+    check(nan_guard_graph(-np.inf), "SoftmaxNanGuardElimination", False)
+
+
+@pytest.mark.parametrize("scaled", ["A", "B"])
+def test_matmul_scaled_input_fusion(scaled):
+    nodes = [helper.make_node("Mul", [scaled.lower(), "c"], ["sc"]),
+             helper.make_node("MatMul", ["sc", "b"] if scaled == "A" else ["a", "sc"], ["y"])]
+    before = model(nodes, [tensor("a", F, [2, 3, 4]), tensor("b", F, [2, 4, 5])], [tensor("y", F, [2, 3, 5])],
+                   [init("c", np.float32(0.25))])
+    after = check(before, f"MatMulScaledInput{scaled}Fusion", True)
+    (node,) = after.graph.node
+    assert node.op_type == "FusedMatMul" and list(node.input) == ["a", "b"]
+
+
+def test_skip_layer_norm_takes_the_bias_of_its_input():
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "bias"], ["s"]),
+             helper.make_node("SkipLayerNormalization", ["s", "skip", "gamma", "beta"], ["y", "", "", "sum"],
+                              domain="com.microsoft", epsilon=1e-5)]
+    before = model(nodes, [tensor("x", F, [2, 3, 4]), tensor("skip", F, [2, 3, 4])],
+                   [tensor("y", F, [2, 3, 4]), tensor("sum", F, [2, 3, 4])],
+                   [init("w", rand(4, 4)), init("bias", rand(4)), init("gamma", rand(4)), init("beta", rand(4))],
+                   domains=["com.microsoft"])
+    after = check(before, "SkipLayerNormBiasFusion", True)
+    node = next(n for n in after.graph.node if n.op_type == "SkipLayerNormalization")
+    assert list(node.input) == ["m", "skip", "gamma", "beta", "bias"] and list(node.output) == ["y", "", "", "sum"]
+
+
+def test_onnx_gelu_becomes_bias_gelu():
+    nodes = [helper.make_node("Add", ["x", "bias"], ["s"]), helper.make_node("Gelu", ["s"], ["y"])]
+    before = model(nodes, [tensor("x", F, [2, 8])], [tensor("y", F, [2, 8])], [init("bias", rand(8))], opset=20)
+    assert ops(rewriter_extended(before)) == {"BiasGelu": 1}

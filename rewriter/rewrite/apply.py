@@ -182,7 +182,8 @@ class Rewriter:
         rule = match.rule
         outputs: list[str] = []
         for out in outs if outs is not None else (A.Out("t", False, call.pos),):
-            outputs.append("" if out.name is None else self._output_name(out.name, match))
+            # a pattern output bound as absent (`sum?` matched nothing) stays absent
+            outputs.append("" if out.name is None else self._output_name(out.name, match) or "")
         while outputs and not outputs[-1]:
             outputs.pop()
         root = self.view.node(match.root)

@@ -25,7 +25,7 @@ from hypothesis.errors import Unsatisfiable
 
 from ..dsl import Pack, load_pack
 from ..errors import RewriterError
-from .compare import compare_outputs, random_feeds, run_model
+from .compare import compare_outputs, feeds_tolerance, random_feeds, run_model
 from .instance import Reject, draw_instance
 
 DEFAULT_EXAMPLES = 100
@@ -157,7 +157,8 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
             except Exception as error:
                 problem = f"the rewritten model is invalid: {str(error).splitlines()[0]}"
             else:
-                difference, worst_abs, worst_rel = compare_outputs(before_outputs, after_outputs, rule.tolerance)
+                difference, worst_abs, worst_rel = compare_outputs(
+                    before_outputs, after_outputs, rule.tolerance, feeds_tolerance(feeds))
                 if counting:
                     verdict.applied += 1
                     verdict.max_abs = max(verdict.max_abs, worst_abs)

@@ -54,12 +54,22 @@ class Difference:
     max_rel: float = 0.0
 
 
+def feeds_tolerance(feeds: dict[str, np.ndarray]) -> float:
+    """The tolerance of the least precise float input: a float32 output computed from
+    float16 inputs carries float16 rounding (a fused kernel that keeps an intermediate sum
+    in float32 differs from the graph that rounded it to float16 by that much)."""
+    return max((DEFAULT_TOLERANCE.get(v.dtype, 0.0) for v in feeds.values() if v.dtype.kind == "f"),
+               default=0.0)
+
+
 def compare_outputs(before: dict[str, np.ndarray], after: dict[str, np.ndarray],
-                    tolerance: float | None = None) -> tuple[Difference | None, float, float]:
+                    tolerance: float | None = None, inputs_tolerance: float = 0.0
+                    ) -> tuple[Difference | None, float, float]:
     """(first difference or None, max abs error, max rel error) over outputs by name.
 
-    Floats agree when |a - b| <= tol * (1 + |a|) elementwise (tol per dtype unless the rule
-    sets one); NaN must meet NaN and infinities their own sign.  Other types must be equal."""
+    Floats agree when |a - b| <= tol * (1 + |a|) elementwise (tol per dtype, at least the
+    inputs' tolerance, unless the rule sets one); NaN must meet NaN and infinities their own
+    sign.  Other types must be equal."""
     worst_abs = worst_rel = 0.0
     for name, expected in before.items():
         if name not in after:
@@ -82,7 +92,8 @@ def compare_outputs(before: dict[str, np.ndarray], after: dict[str, np.ndarray],
         if err.size:
             worst_abs = max(worst_abs, float(err.max()))
             worst_rel = max(worst_rel, float((err / (np.abs(a[finite]) + 1e-12)).max()))
-        tol = tolerance if tolerance is not None else DEFAULT_TOLERANCE.get(expected.dtype, 1e-4)
+        tol = tolerance if tolerance is not None else \
+            max(DEFAULT_TOLERANCE.get(expected.dtype, 1e-4), inputs_tolerance)
         bad = err > tol * (1 + np.abs(a[finite]))
         if bad.any():
             return (Difference(name, f"output '{name}' differs: max abs error {float(err.max()):.3g}, "

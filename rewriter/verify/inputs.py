@@ -265,7 +265,7 @@ def _skip_layernorm(draw, ctx: NodeContext, slot: int) -> Spec | None:
     x = ctx.shape(0)
     if slot == 0:
         return Spec(ctx.dtype, list(ctx.main_shape) if len(ctx.main_shape) == 3 else [2, 3, 4])
-    if x is None:
+    if not x:  # unknown, or a rank-0 draw the op refuses anyway
         return None
     return Spec(ctx.dtype, list(x) if slot == 1 else [x[-1]])
 
@@ -297,6 +297,8 @@ def attribute_candidates(op: str, name: str, rank: int) -> list | None:
         "keepdims": [0, 1],
         "axes": [[-1], [rank - 1], [0]] + ([[1]] if rank > 2 else []) if rank else None,
         "min": [-1.0, 0.5], "max": [1.0, 6.0],
+        "perm": [list(range(rank)), list(range(rank))[::-1],
+                 list(range(rank - 2)) + [rank - 1, rank - 2]] if rank >= 2 else None,
     }
     if name == "perm":
         return None  # drawn as a permutation of the input rank

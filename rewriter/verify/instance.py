@@ -227,7 +227,8 @@ class _Builder:
             value *= 1 + self.draw(st.sampled_from([0.0, 1e-7, -1e-6, 3e-5]), label="approx offset")
         if self.near_miss == "literal-off" and self.draw(st.booleans(), label="move literal"):
             value = value + 0.25 if not isinstance(value, bool) else not value
-        partner = next((k for k in ctx.known if k is not None), None)
+        # typed like a numeric partner (Where's bool condition is not one)
+        partner = next((k for k in ctx.known if k is not None and k[0] != TensorProto.BOOL), None)
         dtype = TensorProto.BOOL if isinstance(value, bool) else (partner[0] if partner else ctx.dtype)
         shape = self.draw(st.sampled_from([[], [1]]), label="literal shape")
         array = np.full(shape, value, dtype=helper.tensor_dtype_to_np_dtype(dtype))
@@ -249,8 +250,10 @@ class _Builder:
                 elif hint is not None and hint.value is not None:
                     value = _const_value(hint.value)
                 elif pattern.name == "perm":
-                    value = list(self.draw(st.permutations(list(range(max(rank, 1)))), label="perm"))
-                    if self.draw(st.booleans(), label="perm default"):
+                    axes = list(range(rank))  # identity often: eliminations look for it
+                    value = axes if self.draw(st.booleans(), label="perm identity") else \
+                        list(self.draw(st.permutations(axes), label="perm"))
+                    if not axes or self.draw(st.booleans(), label="perm default"):
                         value = None
                 else:
                     candidates = attribute_candidates(alt.op, pattern.name, rank)
