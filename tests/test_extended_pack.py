@@ -361,3 +361,12 @@ def test_onnx_gelu_becomes_bias_gelu():
     nodes = [helper.make_node("Add", ["x", "bias"], ["s"]), helper.make_node("Gelu", ["s"], ["y"])]
     before = model(nodes, [tensor("x", F, [2, 8])], [tensor("y", F, [2, 8])], [init("bias", rand(8))], opset=20)
     assert ops(rewriter_extended(before)) == {"BiasGelu": 1}
+
+
+def test_decomposed_layer_norm_over_a_shared_residual_keeps_the_sum():
+    before = decomposed_layer_norm(opset=14, residual=True)
+    before.graph.output.append(tensor("x", F, [2, 4, 8]))  # the sum is read on
+    after = check(before, "SkipLayerNormDecomposedSharedSum", True, atol=1e-4)
+    (node,) = after.graph.node
+    assert node.op_type == "SkipLayerNormalization" and node.output[3] == "x"
+    check(decomposed_layer_norm(opset=14, residual=True), "SkipLayerNormDecomposedSharedSum", False)

@@ -246,6 +246,22 @@ def _expand(draw, ctx: NodeContext, slot: int) -> Spec | None:
     return None
 
 
+def _reshape(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    """A target shape for x: its own (as given, with a -1, or with 0 = copy) or another of
+    the same size (flattened, or with a 1 added)."""
+    from hypothesis import strategies as st
+
+    x = ctx.shape(0)
+    if slot != 1 or x is None:
+        return None
+    own = list(x)
+    choices = [own, [int(np.prod(x))], own + [1], [1] + own]
+    if own:
+        choices += [[-1] + own[1:], [0] + own[1:]]
+    target = draw(st.sampled_from(choices), label="reshape to")
+    return Spec(I64, [len(target)], np.asarray(target, np.int64), const=True)
+
+
 def _where(draw, ctx: NodeContext, slot: int) -> Spec | None:
     base = next((s for s in (ctx.shape(i) for i in range(3)) if s is not None), ctx.main_shape)
     if slot == 0:
@@ -274,7 +290,7 @@ _HANDLERS: dict[tuple[str, str], Callable] = {
     ("", "Conv"): _conv, ("", "BatchNormalization"): _batchnorm,
     ("", "LayerNormalization"): _layernorm, ("", "MatMul"): _matmul, ("", "Gemm"): _gemm,
     ("", "Clip"): _clip, ("", "Dropout"): _dropout, ("", "Slice"): _slice,
-    ("", "Unsqueeze"): _unsqueeze, ("", "Expand"): _expand, ("", "Where"): _where,
+    ("", "Unsqueeze"): _unsqueeze, ("", "Reshape"): _reshape, ("", "Expand"): _expand, ("", "Where"): _where,
     ("com.microsoft", "FusedMatMul"): _matmul, ("com.microsoft", "BiasGelu"): _bias_last_axis,
     ("com.microsoft", "SkipLayerNormalization"): _skip_layernorm,
 }

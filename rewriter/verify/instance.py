@@ -65,7 +65,14 @@ def const_required(rule: A.Rule) -> set[str]:
 
 
 def _looks_at_consumers(rule: A.Rule) -> bool:
-    return any(call.func in ("single_use", "consumers", "is_output") for call in _where_calls(rule))
+    return bool(_consumer_checked(rule))
+
+
+def _consumer_checked(rule: A.Rule) -> set[str]:
+    """Variables whose consumers a ``where`` looks at: near misses expose or share these
+    first (a rule for a shared value applies only to such draws)."""
+    return {a.id for call in _where_calls(rule) if call.func in ("single_use", "consumers", "is_output")
+            for a in call.args if isinstance(a, A.Name)}
 
 
 def _order(rule: A.Rule) -> list[int]:
@@ -382,6 +389,9 @@ def draw_instance(data, rule: A.Rule) -> Instance:
     produced = [o for node in builder.nodes for o in node.output if o]
     outputs = [o for o in produced if o not in consumed and not o.startswith("unused")]
     intermediates = [o for o in produced if o in consumed and o in builder.pattern_outputs]
+    checked = [builder.values[n] for n in _consumer_checked(builder.rule) if builder.values.get(n) in intermediates]
+    if checked and builder.draw(st.booleans(), label="near miss at a checked value"):
+        intermediates = checked
     if builder.near_miss == "intermediate-output" and intermediates:
         outputs.append(builder.draw(st.sampled_from(intermediates), label="exposed"))
     elif builder.near_miss == "extra-consumer" and intermediates:
