@@ -11,6 +11,7 @@ import pytest
 
 import rewriter
 from helpers import MODELS, assert_fixpoint, assert_same_outputs
+from rewriter.partition.nchwc import nchwc_block_size
 
 REAL_MODELS = ["bert_tiny.onnx", "convnet_bn.onnx", "bert_ts_dynamic.onnx", "resnet18_mini_bn.onnx"]
 
@@ -131,3 +132,18 @@ def test_bert_attention_and_layer_norms_are_fused_at_extended():
     weights = {i.name: i for i in result.model.graph.initializer}
     for node in (n for n in result.model.graph.node if n.op_type == "Attention"):
         assert list(weights[node.input[1]].dims) == [64, 192] and list(weights[node.input[2]].dims) == [192]
+
+
+@pytest.mark.parametrize("name", ["convnet_bn.onnx", "resnet18_mini_bn.onnx"])
+def test_all_levels_lay_convolutions_out_like_onnxruntime(name):
+    if nchwc_block_size() is None:
+        pytest.skip("onnxruntime does not use NCHWc on this CPU")
+    path = MODELS / name
+    original = onnx.load(str(path))
+    result = rewriter.optimize(original, level="all", providers="CPU")
+    assert_same_outputs(original, result.model, atol=1e-4)
+    onnx.checker.check_model(result.model, full_check=True)
+    nchwc = Counter(n.op_type for n in result.model.graph.node if n.domain == "com.microsoft.nchwc")
+    assert nchwc["Conv"] > 0 and nchwc["ReorderOutput"] > 0
+    assert len(result.model.graph.node) <= ort_node_count(path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    assert_fixpoint(result.model, "all")

@@ -313,6 +313,28 @@ def _concat(xs, axis=0):
     return np.concatenate([_array(x) for x in xs], axis=int(axis))
 
 
+@_value_fn("pad_to", 3, 3)
+def _pad_to(x, axis, size):
+    """pad_to(x, axis, size): x with zeros appended along `axis` up to length `size`
+    (blocked layouts pad channels to a multiple of the block)."""
+    arr = _array(x)
+    axis = int(axis) + (arr.ndim if int(axis) < 0 else 0)
+    if not 0 <= axis < arr.ndim or int(size) < arr.shape[axis]:
+        raise EvalFailure(f"pad_to: cannot pad axis {axis} of {list(arr.shape)} to {size}")
+    widths = [(0, 0)] * arr.ndim
+    widths[axis] = (0, int(size) - arr.shape[axis])
+    _check_size([int(size) if i == axis else d for i, d in enumerate(arr.shape)])
+    return np.pad(arr, widths)
+
+
+@_value_fn("nchwc_block", 0, 0)
+def _nchwc_block():
+    """nchwc_block(): the NCHWc channel block of the installed onnxruntime on this CPU
+    (8 or 16), none where onnxruntime does not use NCHWc."""
+    from ..partition.nchwc import nchwc_block_size
+    return nchwc_block_size()
+
+
 @_value_fn("cast", 2, 2)
 def _cast(x, elem_type):
     """cast(x, dtype): convert to an ONNX element type (float, float16, int64...)."""

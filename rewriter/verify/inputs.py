@@ -292,7 +292,7 @@ _HANDLERS: dict[tuple[str, str], Callable] = {
     ("", "Clip"): _clip, ("", "Dropout"): _dropout, ("", "Slice"): _slice,
     ("", "Unsqueeze"): _unsqueeze, ("", "Reshape"): _reshape, ("", "Expand"): _expand, ("", "Where"): _where,
     ("com.microsoft", "FusedMatMul"): _matmul, ("com.microsoft", "BiasGelu"): _bias_last_axis,
-    ("com.microsoft", "SkipLayerNormalization"): _skip_layernorm,
+    ("com.microsoft", "SkipLayerNormalization"): _skip_layernorm, ("com.microsoft", "FusedConv"): _conv,
 }
 
 
