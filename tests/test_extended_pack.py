@@ -214,21 +214,29 @@ def decomposed_layer_norm(opset=17, axes=(-1,), residual=False, eps=1e-5):
     nodes = []
     if residual:
         nodes.append(helper.make_node("Add", ["a", "b"], ["x"]))
-    nodes += [helper.make_node("ReduceMean", [x], ["m"], axes=list(axes)),
-              helper.make_node("Sub", [x, "m"], ["d"]), helper.make_node("Pow", ["d", "two"], ["p"]),
-              helper.make_node("ReduceMean", ["p"], ["v"], axes=list(axes)),
-              helper.make_node("Add", ["v", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["s"]),
+    if opset >= 18:  # axes became an input
+        nodes += [helper.make_node("ReduceMean", [x, "axes"], ["m"]),
+                  helper.make_node("Sub", [x, "m"], ["d"]), helper.make_node("Pow", ["d", "two"], ["p"]),
+                  helper.make_node("ReduceMean", ["p", "axes"], ["v"])]
+    else:
+        nodes += [helper.make_node("ReduceMean", [x], ["m"], axes=list(axes)),
+                  helper.make_node("Sub", [x, "m"], ["d"]), helper.make_node("Pow", ["d", "two"], ["p"]),
+                  helper.make_node("ReduceMean", ["p"], ["v"], axes=list(axes))]
+    nodes += [helper.make_node("Add", ["v", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["s"]),
               helper.make_node("Div", ["d", "s"], ["n"]), helper.make_node("Mul", ["n", "gamma"], ["g"]),
               helper.make_node("Add", ["g", "beta"], ["y"])]
     inputs = [tensor("a", F, [2, 4, 8]), tensor("b", F, [2, 4, 8])] if residual else [tensor("x", F, [2, 4, 8])]
     return model(nodes, inputs, [tensor("y", F, [2, 4, 8])],
                  [init("two", np.float32(2)), init("eps", np.float32(eps)), init("gamma", rand(8)),
-                  init("beta", rand(8))], opset=opset)
+                  init("beta", rand(8))] + ([init("axes", np.array(axes, np.int64))] if opset >= 18 else []),
+                 opset=opset)
 
 
-def test_decomposed_layer_norm_fusion_from_opset_17():
-    after = check(decomposed_layer_norm(), "LayerNormDecomposed", True, atol=1e-4)
+@pytest.mark.parametrize("opset", [17, 18])
+def test_decomposed_layer_norm_fusion_from_opset_17(opset):
+    after = check(decomposed_layer_norm(opset=opset), "LayerNormDecomposed", True, atol=1e-4)
     assert ops(after) == {"LayerNormalization": 1}
+    check(decomposed_layer_norm(opset=opset, axes=(1,)), "LayerNormDecomposed", False)
 
 
 def test_decomposed_layer_norm_refuses_another_axis_and_older_opsets():
@@ -370,3 +378,14 @@ def test_decomposed_layer_norm_over_a_shared_residual_keeps_the_sum():
     (node,) = after.graph.node
     assert node.op_type == "SkipLayerNormalization" and node.output[3] == "x"
     check(decomposed_layer_norm(opset=14, residual=True), "SkipLayerNormDecomposedSharedSum", False)
+
+
+def test_gemm_activation_fusion_is_cpu_only():
+    import rewriter
+    nodes = [helper.make_node("Gemm", ["a", "b", "c"], ["g"], transB=1), helper.make_node("LeakyRelu", ["g"], ["y"], alpha=0.2)]
+    before = model(nodes, [tensor("a", F, [3, 4])], [tensor("y", F, [3, 5])], [init("b", rand(5, 4)), init("c", rand(5))])
+    after = check(before, "GemmLeakyReluFusion", True)
+    (node,) = after.graph.node
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    assert node.op_type == "FusedGemm" and attrs["transB"] == 1 and np.isclose(attrs["activation_alpha"], 0.2)
+    assert ops(rewriter.optimize(before, level="extended", providers="CUDA").model) == {"Gemm": 1, "LeakyRelu": 1}

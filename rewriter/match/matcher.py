@@ -312,8 +312,9 @@ class Matcher:
                 self._fail(depth, str(err), state)
                 return False
             expr = pattern.value
-            if isinstance(expr, A.Name) and expr.id not in state.compiled.tensor_vars \
-                    and expr.id not in state.values:
+            # a name not bound yet captures the attribute, also one that another alternative
+            # binds to an input (`ReduceMean(x) {axes: ax} | ReduceMean(x, ax)`)
+            if isinstance(expr, A.Name) and expr.id not in state.values:
                 if expr.id in state.scalars or not _is_constant_name(expr.id):
                     if not state.unify_scalar(expr.id, actual):
                         self._fail(depth, f"attribute {pattern.name}={actual!r} differs", state)
