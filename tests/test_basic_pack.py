@@ -394,3 +394,39 @@ def test_reshape_transpose_reshape_that_swaps_the_last_axes_is_one_transpose():
     assert ops(after) == {"Transpose": 1, "Neg": 1}
     # regrouping the last axes is not a transpose of them
     check(reshape_transpose_reshape([6, 2, 10], [2, 3, 10, 2], (2, 3, 10, 2)), "ReshapeTransposeReshapeFusion", False)
+
+
+# ----------------------------------------------------------- shapes with dynamic axes
+
+def dynamic_reshape_graph(index=1):
+    """Reshape(x, [-1, shape(x)[index]]) for x: [batch, 3, 4] as exporters write it."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i"], ["d"], axis=0),
+             helper.make_node("Unsqueeze", ["d", "zero"], ["u"]), helper.make_node("Concat", ["minus", "u"], ["t"], axis=0),
+             helper.make_node("Reshape", ["x", "t"], ["r"]), helper.make_node("Neg", ["r"], ["y"])]
+    return model(nodes, [tensor("x", F, ["batch", 3, 4])], [tensor("y", F, ["rows", "cols"])],
+                 [init("i", np.array(index, np.int64)), init("zero", np.array([0], np.int64)),
+                  init("minus", np.array([-1], np.int64))])
+
+
+def test_a_known_dim_of_a_dynamic_shape_is_folded():
+    before = dynamic_reshape_graph(index=2)
+    after = check(before, "ShapeGatherFolding", True)
+    assert "Shape" not in ops(optimize_basic(before).model)
+    reshape = next(n for n in optimize_basic(before).model.graph.node if n.op_type == "Reshape")
+    shape = next(i for i in optimize_basic(before).model.graph.initializer if i.name == reshape.input[1])
+    assert list(onnx.numpy_helper.to_array(shape)) == [-1, 4]
+    assert after is not None
+
+
+def test_a_dynamic_dim_is_not_folded():
+    check(dynamic_reshape_graph(index=0), "ShapeGatherFolding", False)
+
+
+def test_dims_follows_shape_arithmetic():
+    import rewriter
+    from rewriter.expr.shape_values import shape_values
+    from rewriter.graph.model import ModelState
+    view = ModelState(dynamic_reshape_graph(index=0)).view
+    assert shape_values(view, "t") == [-1, "batch"]
+    assert shape_values(view, "s") == ["batch", 3, 4]
+    assert rewriter  # the public package imports the function table the rules use

@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from .dtypes import FLOAT_TYPES, to_numpy_dtype
+from .shape_values import shape_values
 from .values import EvalFailure, GraphFacts, Ref, materialize
 
 MAX_ELEMENTS = 1 << 28  # a computed tensor larger than this is refused, not allocated
@@ -91,7 +92,7 @@ def _array(value: object) -> np.ndarray:
 
 def _ints(value: object, fn: str) -> list[int]:
     arr = _array(value)
-    if arr.dtype.kind not in "iub":
+    if arr.dtype.kind not in "iub" and arr.size:  # [] is an empty list of ints (a scalar's shape)
         raise EvalFailure(f"{fn}() needs integers")
     return [int(v) for v in arr.reshape(-1)]
 
@@ -148,6 +149,17 @@ def _present(graph: GraphFacts, x):
 def _shape(graph: GraphFacts, x):
     """shape(x): list of dims; a symbolic dim is its name (a string), an unknown one none."""
     return list(_shape_of(graph, x, "shape"))
+
+
+@_register("dims", 1, 1, graph=True)
+def _dims(graph: GraphFacts, x):
+    """dims(s): what the 1-D int tensor s holds, also when it is computed from shapes at run
+    time (Shape/Gather/Slice/Concat/Unsqueeze): numbers, symbolic dim names, or a token for
+    an unnamed dim of a tensor (equal only to itself).  See expr/shape_values.py."""
+    ref = _ref(x, "dims")
+    if ref is None:
+        raise EvalFailure("dims() takes a tensor")
+    return shape_values(graph, ref.name)
 
 
 @_register("rank", 1, 1, graph=True)
@@ -311,6 +323,13 @@ def _squeeze(x, axes=None):
 def _concat(xs, axis=0):
     """concat([a, b, ...], axis=0)."""
     return np.concatenate([_array(x) for x in xs], axis=int(axis))
+
+
+@_value_fn("known", 1, 1)
+def _known(dims):
+    """known(list): every element is a number (no symbolic or unknown dim)."""
+    items = dims if isinstance(dims, list) else list(_array(dims).ravel())
+    return all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in items)
 
 
 @_value_fn("pad_to", 3, 3)

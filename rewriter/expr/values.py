@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+import onnx
 
 
 class EvalFailure(Exception):
@@ -41,6 +42,8 @@ class GraphFacts(Protocol):
     def opset(self, domain: str) -> int | None: ...
 
     def op_type(self, value: str) -> str | None: ...
+
+    def producer_node(self, value: str) -> onnx.NodeProto | None: ...
 
 
 def materialize(graph: GraphFacts, value: object, what: str = "value") -> object:

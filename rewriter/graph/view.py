@@ -354,6 +354,11 @@ class GraphView:
             return None
         return entry[0]
 
+    def producer_node(self, value: str) -> NodeProto | None:
+        """The NodeProto producing ``value`` (None for sources)."""
+        node_id = self.producer(value)
+        return None if node_id is None else self._nodes[node_id]
+
     def node_key(self, node_id: NodeId) -> tuple[str, str]:
         """(domain, op type) of a node, the key rules are dispatched on."""
         proto = self._nodes[node_id]

@@ -91,7 +91,8 @@ def to_tensor(value: object, name: str) -> TensorProto:
             array = array.astype(np.int64)
     if array.dtype == object:
         raise EvalFailure("computed value is not a tensor")
-    return numpy_helper.from_array(np.ascontiguousarray(array), name)
+    # not np.ascontiguousarray: it turns a rank-0 value into shape [1]
+    return numpy_helper.from_array(np.array(array, order="C", copy=True), name)
 
 
 def make_attribute(name: str, value: object, attr_type: int | None) -> AttributeProto:

@@ -262,6 +262,20 @@ def _reshape(draw, ctx: NodeContext, slot: int) -> Spec | None:
     return Spec(I64, [len(target)], np.asarray(target, np.int64), const=True)
 
 
+def _gather(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    """Integer indices inside the gathered axis."""
+    from hypothesis import strategies as st
+
+    data = ctx.shape(0)
+    if slot != 1 or not data:
+        return None
+    axis = int(ctx.attrs.get("axis", 0))
+    size = data[axis] if -len(data) <= axis < len(data) else 1
+    index = draw(st.integers(-size, size - 1), label="gather index")
+    shape = draw(st.sampled_from([[], [1]]), label="indices shape")
+    return Spec(I64, shape, np.full(shape, index, np.int64), const=True)
+
+
 def _where(draw, ctx: NodeContext, slot: int) -> Spec | None:
     base = next((s for s in (ctx.shape(i) for i in range(3)) if s is not None), ctx.main_shape)
     if slot == 0:
@@ -290,7 +304,7 @@ _HANDLERS: dict[tuple[str, str], Callable] = {
     ("", "Conv"): _conv, ("", "BatchNormalization"): _batchnorm,
     ("", "LayerNormalization"): _layernorm, ("", "MatMul"): _matmul, ("", "Gemm"): _gemm,
     ("", "Clip"): _clip, ("", "Dropout"): _dropout, ("", "Slice"): _slice,
-    ("", "Unsqueeze"): _unsqueeze, ("", "Reshape"): _reshape, ("", "Expand"): _expand, ("", "Where"): _where,
+    ("", "Unsqueeze"): _unsqueeze, ("", "Reshape"): _reshape, ("", "Gather"): _gather, ("", "Expand"): _expand, ("", "Where"): _where,
     ("com.microsoft", "FusedMatMul"): _matmul, ("com.microsoft", "BiasGelu"): _bias_last_axis,
     ("com.microsoft", "SkipLayerNormalization"): _skip_layernorm, ("com.microsoft", "FusedConv"): _conv,
 }

@@ -1,0 +1,87 @@
+"""What a computed shape tensor holds, as dims: ``dims(s)`` in rules.
+
+Exporters with dynamic axes build Reshape targets at run time:
+``Concat(Unsqueeze(Gather(Shape(x), 0)), Unsqueeze(Gather(Shape(x), 1)), [-1], [32])``.
+The tensor is not constant, but what it holds is known in terms of x's dims: x's batch
+dim, x's sequence dim, -1, 32.  This module follows such a value back through the few ops
+shape arithmetic is made of (Shape, Gather, Slice, Concat, Unsqueeze, Squeeze, Cast,
+Identity) and returns one entry per element: an int (a known number), the dim's symbolic
+name (a string, as ``shape()`` reports it), or for a dim nobody named a token
+``"?<value>[<axis>]"`` that equals only the same dim of the same tensor.  Anything else (a
+value computed by arithmetic, a data-dependent shape) is unknown: the function fails, and
+the match is refused.
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import helper
+
+from .values import EvalFailure, GraphFacts
+
+_MAX_DEPTH = 16  # shape arithmetic is shallow; a deeper chain is not worth following
+
+
+def shape_values(graph: GraphFacts, value: str, depth: int = 0) -> list[int | str]:
+    """The elements of the 1-D (or 0-D, then one entry) int tensor ``value`` as dims."""
+    if depth > _MAX_DEPTH:
+        raise EvalFailure(f"'{value}' is computed too deep to follow")
+    constant = graph.constant(value)
+    if constant is not None:
+        if constant.dtype.kind not in "iu" or constant.ndim > 1:
+            raise EvalFailure(f"'{value}' is not a shape")
+        return [int(v) for v in np.atleast_1d(constant)]
+    node = graph.producer_node(value)
+    if node is None:
+        raise EvalFailure(f"'{value}' is not computed from shapes")
+    op = node.op_type if node.domain in ("", "ai.onnx") else None
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if op == "Shape":
+        dims = _dims_of(graph, node.input[0])
+        start, end = attrs.get("start", 0), attrs.get("end")
+        return dims[start:end]
+    if op in ("Identity", "Cast"):
+        if op == "Cast" and helper.tensor_dtype_to_np_dtype(attrs["to"]).kind not in "iu":
+            raise EvalFailure("a shape cast to a non-integer type")
+        return shape_values(graph, node.input[0], depth + 1)
+    if op == "Concat":
+        out: list[int | str] = []
+        for part in node.input:
+            out += shape_values(graph, part, depth + 1)
+        return out
+    if op in ("Unsqueeze", "Squeeze"):
+        inner = shape_values(graph, node.input[0], depth + 1)
+        if len(inner) != 1:
+            raise EvalFailure(f"{op} of a shape with {len(inner)} elements")
+        return inner
+    if op == "Gather" and attrs.get("axis", 0) == 0:
+        source = shape_values(graph, node.input[0], depth + 1)
+        indices = graph.constant(node.input[1])
+        if indices is None:
+            raise EvalFailure("Gather of a shape at computed indices")
+        try:
+            return [source[int(i)] for i in np.atleast_1d(indices)]
+        except IndexError:
+            raise EvalFailure("Gather index outside the shape") from None
+    if op == "Slice":
+        return _slice(graph, node, shape_values(graph, node.input[0], depth + 1))
+    raise EvalFailure(f"'{value}' comes from {node.op_type}, not shape arithmetic")
+
+
+def _dims_of(graph: GraphFacts, value: str) -> list[int | str]:
+    shape = graph.shape(value)
+    if shape is None:
+        raise EvalFailure(f"the rank of '{value}' is unknown")
+    return [d if d is not None else f"?{value}[{axis}]" for axis, d in enumerate(shape)]
+
+
+def _slice(graph: GraphFacts, node, source: list[int | str]) -> list[int | str]:
+    bounds = [graph.constant(name) if name else None for name in list(node.input[1:]) + [""] * 4][:4]
+    starts, ends, axes, steps = bounds
+    if starts is None or ends is None or any(b is None for b, name in zip(bounds[2:], node.input[3:]) if name):
+        raise EvalFailure("Slice of a shape with computed bounds")
+    if (axes is not None and list(np.atleast_1d(axes)) not in ([0], [-1])) or len(np.atleast_1d(starts)) != 1:
+        raise EvalFailure("Slice of a shape along more than one axis")
+    step = 1 if steps is None else int(np.atleast_1d(steps)[0])
+    if step == 0:
+        raise EvalFailure("Slice step 0")
+    return source[int(np.atleast_1d(starts)[0]):int(np.atleast_1d(ends)[0]):step]
