@@ -143,3 +143,32 @@ def test_op_arity_accepts_any_opset_version():
     # Slice takes attributes before opset 10 and inputs after: both forms check.
     load_pack_text(HEADER + "rule A { y = Slice(x) {starts, ends} => y = x }\n"
                             "rule B { y = Slice(x, s, e) => y = x }")
+
+
+def test_keep_marks_context_nodes_and_their_nested_calls():
+    pack = load_pack_text("pack p level 1\nrule R root y {\n keep s = Shape(Abs(x))\n y = Gather(s, i)\n =>\n y = s\n}\n")
+    (rule,) = pack.rules
+    assert [eq.keep for eq in rule.equations] == [True, True, False]
+
+
+def test_a_kept_node_is_neither_the_root_nor_replaced():
+    error = parse_error("pack p level 1\nrule R root s {\n keep s = Shape(x)\n y = Gather(s, i)\n =>\n s = x\n}\n")
+    assert "kept" in str(error)
+
+
+def test_kept_context_stays_for_its_other_readers():
+    """Two Gathers read one Shape: folding the static one must not delete the Shape the
+    dynamic one still reads (without `keep` the match would be refused)."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    import rewriter
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["a"], axis=0),
+             helper.make_node("Gather", ["s", "zero"], ["b"], axis=0), helper.make_node("Add", ["a", "b"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, [])],
+                              [numpy_helper.from_array(np.array(1, np.int64), "one"),
+                               numpy_helper.from_array(np.array(0, np.int64), "zero")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    result = rewriter.optimize(model, level="basic")
+    assert result.report.applied("ShapeGatherFolding") == 1
+    assert sorted(n.op_type for n in result.model.graph.node) == ["Add", "Gather", "Shape"]

@@ -238,6 +238,7 @@ class Equation:
     outs: tuple[Out, ...]
     alternatives: tuple[OpPattern, ...]
     pos: Position
+    keep: bool = False  # context: matched, never deleted by the rewrite
 
     @property
     def out_names(self) -> tuple[str, ...]:

@@ -154,6 +154,8 @@ class _Checker:
                         self.check_expr(attr.value, scope)
         if rule.root not in scope.produced:
             self.error(f"root '{rule.root}' is not the output of a pattern node", rule.pos)
+        elif any(eq.keep and rule.root in eq.out_names for eq in rule.equations):
+            self.error(f"root '{rule.root}' is a kept node; the root is rewritten", rule.pos)
         if pattern_graph.number_of_nodes() and not nx.is_connected(pattern_graph):
             self.error("the pattern is not connected: every node must share a value with "
                        "another", rule.pos)
@@ -176,6 +178,7 @@ class _Checker:
 
     def check_replacement(self, rule: A.Rule, scope: _Scope) -> None:
         defined: set[str] = set()
+        kept_outputs = {name for eq in rule.equations if eq.keep for name in eq.out_names}
         replaced = {o.name for eq in rule.replacement for o in eq.outs if o.name}
         visible = _Scope(set(scope.tensors) - replaced, scope.produced, set(scope.scalars))
         for eq in rule.replacement:
@@ -197,6 +200,8 @@ class _Checker:
                                f"replaced", out.pos)
                 if out.name in scope.scalars:
                     self.error(f"'{out.name}' is not a tensor of the pattern", out.pos)
+                if out.name in kept_outputs:
+                    self.error(f"'{out.name}' comes from a kept node and cannot be replaced", out.pos)
                 defined.add(out.name)
                 visible.tensors.add(out.name)
 

@@ -5,6 +5,8 @@ over fresh names (``$1``), so the rest of the engine only ever sees flat equatio
 """
 from __future__ import annotations
 
+import dataclasses
+
 import itertools
 from functools import lru_cache
 from pathlib import Path
@@ -275,9 +277,11 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def equation(self, meta, children):
-        outs, alternatives = children
+        keep, outs, alternatives = children
         nested, self._pending = self._pending, []
-        return [*nested, A.Equation(outs, alternatives, _pos(meta))]
+        if keep is not None:  # nested calls of a kept equation are context too
+            nested = [dataclasses.replace(eq, keep=True) for eq in nested]
+        return [*nested, A.Equation(outs, alternatives, _pos(meta), keep=keep is not None)]
 
     @v_args(meta=True)
     def where(self, meta, children):

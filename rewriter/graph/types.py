@@ -10,6 +10,7 @@ import onnx
 from onnx import ModelProto, TensorProto, TypeProto, helper, shape_inference
 
 from ..dsl.schemas import normalize_domain
+from .stand_ins import stand_ins
 
 _SMALL_TENSOR = 1024  # elements: initializers up to this size keep their data for inference
 
@@ -39,10 +40,11 @@ def light_model(model: ModelProto, nodes, initializers, inputs=None, outputs=Non
     light.functions.extend(model.functions)
     graph, src = light.graph, model.graph
     graph.name = src.name
-    graph.node.extend(nodes)
+    stubs = _with_stand_ins(graph, nodes, initializers, src)
     graph.input.extend(src.input if inputs is None else inputs)
     graph.output.extend(src.output if outputs is None else outputs)
     graph.value_info.extend(src.value_info if value_info is None else value_info)
+    graph.initializer.extend(stubs)  # headers only: shapes for inference, never data
     for tensor in initializers:
         if _numel(tensor) <= _SMALL_TENSOR and tensor.data_location != TensorProto.EXTERNAL:
             graph.initializer.append(tensor)
@@ -52,6 +54,25 @@ def light_model(model: ModelProto, nodes, initializers, inputs=None, outputs=Non
             stub.data_type = tensor.data_type
             stub.dims.extend(tensor.dims)
     return light
+
+
+def _with_stand_ins(graph, nodes, initializers, src) -> list[TensorProto]:
+    """Append ``nodes`` to ``graph``, contrib ops as their standard stand-ins (see
+    stand_ins.py); returns the stub initializers the stand-ins read."""
+    declared = {t.name: (t.data_type, list(t.dims)) for t in initializers}
+    for vi in (*src.input, *src.value_info):
+        shape = shape_of(vi.type)
+        if shape is not None and vi.name not in declared:
+            declared[vi.name] = (vi.type.tensor_type.elem_type, shape)
+    stubs: list[TensorProto] = []
+    for node in nodes:
+        replacement = stand_ins(node, declared.get) if node.domain not in ("", "ai.onnx") else None
+        if replacement is None:
+            graph.node.append(node)
+            continue
+        graph.node.extend(replacement[0])
+        stubs.extend(replacement[1])
+    return stubs
 
 
 def inferred_types(light: ModelProto) -> dict[str, TypeProto]:
@@ -108,6 +129,8 @@ def infer_node_types(node: onnx.NodeProto, input_types: dict[str, TypeProto],
                      opsets: dict[str, int]) -> dict[str, TypeProto]:
     """Output types of one node from its input types ({} when onnx cannot tell)."""
     domain = normalize_domain(node.domain)
+    if domain not in ("", "ai.onnx"):
+        return _stand_in_types(node, input_types, opsets)
     version = opsets.get(domain)
     try:
         schema = onnx.defs.get_schema(node.op_type, version or onnx.defs.onnx_opset_version(), domain)
@@ -116,6 +139,25 @@ def infer_node_types(node: onnx.NodeProto, input_types: dict[str, TypeProto],
             opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()]))
     except Exception:
         return {}
+
+
+def _stand_in_types(node: onnx.NodeProto, input_types: dict[str, TypeProto],
+                    opsets: dict[str, int]) -> dict[str, TypeProto]:
+    """A contrib node's output types: its stand-ins' (see stand_ins.py), one by one."""
+    def type_of(value: str):
+        shape = shape_of(input_types.get(value))
+        return None if shape is None else (input_types[value].tensor_type.elem_type, shape)
+
+    replacement = stand_ins(node, type_of)
+    if replacement is None:
+        return {}
+    known = dict(input_types)
+    for stub in replacement[1]:
+        known[stub.name] = tensor_type(stub)
+    standard = {d: v for d, v in opsets.items() if d in ("", "ai.onnx")}
+    for part in replacement[0]:
+        known.update(infer_node_types(part, {i: known[i] for i in part.input if i in known}, standard))
+    return {o: known[o] for o in node.output if o in known}
 
 
 def elem_type_of(type_proto: TypeProto | None) -> int | None:

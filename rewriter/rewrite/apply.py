@@ -278,7 +278,10 @@ class Rewriter:
         new_values = {o for n in build.nodes for o in n.output} | {t.name for t in build.initializers}
         referenced = {i for n in build.nodes for i in n.input if i and i not in new_values}
         referenced |= {source for _, source in build.aliases}
-        kept: set[NodeId] = set()
+        equations = match.rule.rule.equations
+        context = {node_id for index, node_id in match.nodes.items() if equations[index].keep}
+        kept: set[NodeId] = set(context)
+        referenced |= {i for node_id in context for i in view.node(node_id).input if i}  # what they read stays
         stack = [view.producer(v) for v in referenced]
         while stack:
             node_id = stack.pop()

@@ -271,6 +271,8 @@ def _gather(draw, ctx: NodeContext, slot: int) -> Spec | None:
         return None
     axis = int(ctx.attrs.get("axis", 0))
     size = data[axis] if -len(data) <= axis < len(data) else 1
+    if size < 1:  # nothing to gather from
+        return None
     index = draw(st.integers(-size, size - 1), label="gather index")
     shape = draw(st.sampled_from([[], [1]]), label="indices shape")
     return Spec(I64, shape, np.full(shape, index, np.int64), const=True)

@@ -64,29 +64,6 @@ def const_required(rule: A.Rule) -> set[str]:
             for a in call.args if isinstance(a, A.Name)}
 
 
-def producer_ops(rule: A.Rule) -> dict[str, str]:
-    """Free inputs a ``where`` wants produced by one op (``op(s) == "Shape"``): the instance
-    builds them with that op from a fresh input instead of drawing a tensor."""
-    found: dict[str, str] = {}
-
-    def walk(e) -> None:
-        if isinstance(e, A.Compare) and e.ops == ("==",):
-            left, right = e.operands
-            if isinstance(left, A.Call) and left.func == "op" and len(left.args) == 1 \
-                    and isinstance(left.args[0], A.Name) and isinstance(right, A.Str):
-                found[left.args[0].id] = right.value
-        for child in ("left", "right", "operand"):
-            if hasattr(e, child):
-                walk(getattr(e, child))
-        for child in ("values", "operands", "args"):
-            for c in getattr(e, child, ()) or ():
-                walk(c)
-
-    for where in rule.wheres:
-        walk(where.expr)
-    return found
-
-
 def _looks_at_consumers(rule: A.Rule) -> bool:
     return bool(_consumer_checked(rule))
 
@@ -153,7 +130,6 @@ class _Builder:
         self.used: set[str] = set()
         self.pattern_outputs: set[str] = set()   # values the pattern's own nodes produce
         self.const_names = const_required(rule)
-        self.produced_by_op = producer_ops(rule)
         self.seed = self.draw(st.integers(0, 2**16), label="values seed")
         self.rng = np.random.default_rng(self.seed)
         # about one draw in four is a near miss; more for rules that look at consumers
@@ -228,8 +204,6 @@ class _Builder:
         return value_name
 
     def free_input(self, name: str | None, ctx: NodeContext, slot: int) -> str:
-        if name in self.produced_by_op:
-            return self.produced_input(name, self.produced_by_op[name])
         hint = self.hints.get(name) if name else None
         if hint is not None and hint.value is not None:
             value = np.asarray(_const_value(hint.value))
@@ -253,16 +227,6 @@ class _Builder:
         else:
             constant = self.draw(st.sampled_from([False, False, False, True]), label="as initializer")
         return self.add_value(name or "any", spec, constant)
-
-    def produced_input(self, name: str, op: str) -> str:
-        """``name`` as the output of one ``op`` node reading a fresh tensor input."""
-        source = self.add_value(self.fresh(f"{name}_in"), Spec(self.dtype, list(self.main_shape) or [2]), False)
-        value = self.fresh(name)
-        node = helper.make_node(op, [source], [value], name=f"n{len(self.nodes)}")
-        self.nodes.append(node)
-        self.infer(node)
-        self.draws.append(f"{value} = {op}({source})")
-        return value
 
     def literal(self, lit: A.Literal, ctx: NodeContext, bind: str | None) -> str:
         value = float(lit.value) if not isinstance(lit.value, bool) else lit.value

@@ -1,0 +1,68 @@
+"""Standard-op stand-ins for contrib ops, so shape inference sees through fused nodes.
+
+onnx's shape inference knows no com.microsoft op: every value after a fused node (Gelu,
+SkipLayerNormalization, FusedMatMul, Attention...) would have no type, and a rule further
+down that asks for a rank or a shape would refuse.  For inference only, each fused op is
+replaced by standard nodes whose outputs have the same types: an elementwise op by an
+Identity, FusedMatMul by MatMul, FusedConv by Conv, FusedGemm by Gemm, MultiHeadAttention
+by an Einsum of q and v ([B, S, D] x [B, T, Dv] -> [B, S, Dv]), Attention by a MatMul with a
+stub weight of the per-projection width.  An op not listed, or a form not covered (a
+transposing FusedMatMul, packed or 4-D attention inputs), is left out: its outputs stay
+unknown, as before.  The model itself is never changed.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from onnx import AttributeProto, NodeProto, TensorProto, helper
+
+_ELEMENTWISE = {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasSoftmax", "BiasDropout"}
+_CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+_GEMM_ATTRS = ("alpha", "beta", "transA", "transB")
+
+
+def stand_ins(node: NodeProto, type_of: Callable[[str], tuple[int, list] | None]
+              ) -> tuple[list[NodeProto], list[TensorProto]] | None:
+    """(standard nodes, stub initializers) typing ``node``'s outputs; None when unknown.
+
+    ``type_of(value)`` gives a value's (element type, dims) when known."""
+
+    if node.domain != "com.microsoft":
+        return None
+    op, ins, outs = node.op_type, list(node.input), list(node.output)
+    attrs = {a.name: a for a in node.attribute}
+    if op in _ELEMENTWISE:
+        return [_node("Identity", ins[:1], outs[:1])], []
+    if op in ("SkipLayerNormalization", "SkipSimplifiedLayerNormalization"):
+        nodes = [_node("Identity", ins[:1], outs[:1])]
+        if len(outs) > 3 and outs[3]:
+            nodes.append(_node("Identity", ins[:1], [outs[3]]))
+        return nodes, []
+    if op == "FusedMatMul":
+        if any(helper.get_attribute_value(attrs[a]) for a in ("transA", "transB", "transBatchA", "transBatchB")
+               if a in attrs):
+            return None
+        return [_node("MatMul", ins[:2], outs[:1])], []
+    if op == "FusedConv":
+        return [_node("Conv", ins[:3], outs[:1], [attrs[a] for a in _CONV_ATTRS if a in attrs])], []
+    if op == "FusedGemm":
+        return [_node("Gemm", ins[:3], outs[:1], [attrs[a] for a in _GEMM_ATTRS if a in attrs])], []
+    if op == "MultiHeadAttention" and len(ins) >= 3 and ins[1] and ins[2]:
+        # for other than 3-D q and v the Einsum fails to infer: unknown, as without it
+        return [_node("Einsum", [ins[0], ins[2]], outs[:1], [helper.make_attribute("equation", "bsd,bth->bsh")])], []
+    if op == "Attention" and len(ins) >= 2:
+        known = type_of(ins[1])
+        if known is None or len(known[1]) != 2 or not all(isinstance(d, int) for d in known[1]):
+            return None
+        elem_type, weight = known
+        sizes = helper.get_attribute_value(attrs["qkv_hidden_sizes"]) if "qkv_hidden_sizes" in attrs else None
+        width = int(sizes[2]) if sizes else weight[1] // 3
+        stub = TensorProto(name=f"{outs[0]}__stand_in_weight", data_type=elem_type, dims=[weight[0], width])
+        return [_node("MatMul", [ins[0], stub.name], outs[:1])], [stub]
+    return None
+
+
+def _node(op: str, inputs: list[str], outputs: list[str], attrs: list[AttributeProto] = ()) -> NodeProto:
+    node = helper.make_node(op, inputs, outputs)
+    node.attribute.extend(attrs)
+    return node
