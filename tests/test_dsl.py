@@ -172,3 +172,8 @@ def test_kept_context_stays_for_its_other_readers():
     result = rewriter.optimize(model, level="basic")
     assert result.report.applied("ShapeGatherFolding") == 1
     assert sorted(n.op_type for n in result.model.graph.node) == ["Add", "Gather", "Shape"]
+
+
+def test_alternatives_cannot_nest_calls():
+    error = parse_error("pack p level 1\nrule R {\n y = Div(x, r) | Mul(x, Reciprocal(r))\n =>\n y = x\n}\n")
+    assert "alternative cannot nest" in str(error) and error.line == 3

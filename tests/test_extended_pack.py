@@ -389,3 +389,32 @@ def test_gemm_activation_fusion_is_cpu_only():
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     assert node.op_type == "FusedGemm" and attrs["transB"] == 1 and np.isclose(attrs["activation_alpha"], 0.2)
     assert ops(rewriter.optimize(before, level="extended", providers="CUDA").model) == {"Gemm": 1, "LeakyRelu": 1}
+
+
+def rms_norm_graph(opset=23, residual=False, reciprocal=False, axis=-1):
+    nodes = [helper.make_node("Add", ["a", "b"], ["x"])] if residual else []
+    nodes += [helper.make_node("Pow", ["x", "two"], ["p"]), helper.make_node("ReduceMean", ["p", "axes"], ["v"]),
+              helper.make_node("Add", ["v", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["r"])]
+    if reciprocal:
+        nodes += [helper.make_node("Reciprocal", ["r"], ["ir"]), helper.make_node("Mul", ["x", "ir"], ["n"])]
+    else:
+        nodes.append(helper.make_node("Div", ["x", "r"], ["n"]))
+    nodes.append(helper.make_node("Mul", ["n", "gamma"], ["y"]))
+    inputs = [tensor("a", F, [2, 4, 8]), tensor("b", F, [2, 4, 8])] if residual else [tensor("x", F, [2, 4, 8])]
+    return model(nodes, inputs, [tensor("y", F, [2, 4, 8])],
+                 [init("two", np.float32(2)), init("eps", np.float32(1e-6)), init("gamma", rand(8)),
+                  init("axes", np.array([axis], np.int64))], opset=opset)
+
+
+def test_rms_norm_fusion():
+    after = check(rms_norm_graph(), "RMSNormDecomposed", True, atol=1e-4)
+    assert ops(after) == {"RMSNormalization": 1}
+    check(rms_norm_graph(axis=1), "RMSNormDecomposed", False)
+    check(rms_norm_graph(opset=18), "RMSNormDecomposed", False)  # no such op yet
+    # x * rsqrt(...): the basic pack makes it a Div first
+    assert ops(rewriter_extended(rms_norm_graph(reciprocal=True))) == {"RMSNormalization": 1}
+
+
+def test_rms_norm_over_a_residual_is_skip_simplified_layer_norm_at_any_opset():
+    after = check(rms_norm_graph(opset=18, residual=True), "SkipRMSNormDecomposed", True, atol=1e-4)
+    assert ops(after) == {"SkipSimplifiedLayerNormalization": 1}

@@ -279,6 +279,10 @@ class _ToAst(Transformer):
     def equation(self, meta, children):
         keep, outs, alternatives = children
         nested, self._pending = self._pending, []
+        if nested and len(alternatives) > 1:
+            # a nested call would be an equation of its own that every alternative needs
+            raise RuleError("an alternative cannot nest op calls; name the inner node in an "
+                            "equation of its own", self.file, meta.line, meta.column)
         if keep is not None:  # nested calls of a kept equation are context too
             nested = [dataclasses.replace(eq, keep=True) for eq in nested]
         return [*nested, A.Equation(outs, alternatives, _pos(meta), keep=keep is not None)]
