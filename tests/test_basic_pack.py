@@ -430,3 +430,35 @@ def test_dims_follows_shape_arithmetic():
     assert shape_values(view, "t") == [-1, "batch"]
     assert shape_values(view, "s") == ["batch", 3, 4]
     assert rewriter  # the public package imports the function table the rules use
+
+
+def test_dims_behind_computed_reshapes_keep_their_names():
+    """Reshape(ids, [-1, seq]) then Range(0, seq): onnx's inference calls their dims unk__N;
+    read through the shape arithmetic they are batch and seq again."""
+    from rewriter.graph.types import infer_model_types, shape_of
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "zero"], ["u"]), helper.make_node("Concat", ["minus", "u"], ["t"], axis=0),
+             helper.make_node("Reshape", ["x", "t"], ["r"]), helper.make_node("Range", ["start", "n", "step"], ["p"]),
+             helper.make_node("Relu", ["r"], ["y"])]
+    m = model(nodes, [tensor("x", F, ["batch", "seq"])], [tensor("y", F, [None, None]), tensor("p", TensorProto.INT64, [None])],
+              [init("one", np.array(1, np.int64)), init("zero", np.array([0], np.int64)),
+               init("minus", np.array([-1], np.int64)), init("start", np.array(0, np.int64)),
+               init("step", np.array(1, np.int64))])
+    types = infer_model_types(m)
+    assert shape_of(types["r"]) == ["batch", "seq"] and shape_of(types["p"]) == ["seq"]
+    assert shape_of(types["y"]) == ["batch", "seq"]  # and inference carried them on
+
+
+def test_a_computed_reshape_target_of_own_dims_becomes_constant():
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+             helper.make_node("Unsqueeze", ["b", "axes"], ["u"]),
+             helper.make_node("Concat", ["u", "minus", "last"], ["t"], axis=0),
+             helper.make_node("Reshape", ["x", "t"], ["y"])]
+    before = model(nodes, [tensor("x", F, ["batch", 3, 4])], [tensor("y", F, ["batch", 3, 4])],
+                   [init("zero", np.array(0, np.int64)), init("axes", np.array([0], np.int64)),
+                    init("minus", np.array([-1], np.int64)), init("last", np.array([4], np.int64))])
+    after = check(before, "ReshapeComputedTargetFolding", True)
+    assert ops(optimize_basic(before).model) == {"Reshape": 1}
+    target = next(i for i in optimize_basic(before).model.graph.initializer)
+    assert list(onnx.numpy_helper.to_array(target)) == [0, -1, 4]
+    assert after is not None

@@ -172,7 +172,12 @@ class _Checker:
                 self.error(f"example for '{example.name}', which the pattern does not bind", example.pos)
             if example.dtype is not None and example.dtype not in DTYPES:
                 self.error(f"unknown element type '{example.dtype}'", example.pos)
-            if example.value is not None:
+            if isinstance(example.value, A.Call) and example.value.func == "shape":
+                # `s = shape(x)`: s is drawn as Shape(x), x with symbolic dims
+                args = example.value.args
+                if len(args) != 1 or not isinstance(args[0], A.Name) or args[0].id not in scope.tensors:
+                    self.error("an example shape(...) takes one tensor of the pattern", example.pos)
+            elif example.value is not None:
                 self.check_expr(example.value, _Scope())
         self.check_replacement(rule, scope)
 

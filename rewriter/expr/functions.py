@@ -332,6 +332,21 @@ def _known(dims):
     return all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in items)
 
 
+@_value_fn("zero_copies", 2, 2)
+def _zero_copies(target, source):
+    """zero_copies(t, s): Reshape target t with each entry that is s's dim at the same
+    index replaced by 0 (Reshape copies it); numbers stay; anything else fails."""
+    out = []
+    for i, d in enumerate(target):
+        if i < len(source) and isinstance(d, str) and d == source[i]:
+            out.append(0)
+        elif isinstance(d, (int, np.integer)) and not isinstance(d, bool):
+            out.append(int(d))
+        else:
+            raise EvalFailure(f"target entry {d!r} is not a dim of the input at index {i}")
+    return out
+
+
 @_value_fn("pad_to", 3, 3)
 def _pad_to(x, axis, size):
     """pad_to(x, axis, size): x with zeros appended along `axis` up to length `size`

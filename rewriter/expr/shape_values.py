@@ -64,7 +64,34 @@ def shape_values(graph: GraphFacts, value: str, depth: int = 0) -> list[int | st
             raise EvalFailure("Gather index outside the shape") from None
     if op == "Slice":
         return _slice(graph, node, shape_values(graph, node.input[0], depth + 1))
+    if op == "Where":
+        return _where_equal(graph, node, depth)
     raise EvalFailure(f"'{value}' comes from {node.op_type}, not shape arithmetic")
+
+
+def _where_equal(graph: GraphFacts, node, depth: int) -> list[int | str]:
+    """``Where(Equal(s, k), t, s)`` with constant k and t: torch's expand(-1) idiom (a -1
+    in the target keeps the dim).  A dim that is a name is a size, never equal to a
+    negative k; an unknown one leaves the result unknown."""
+    cond = graph.producer_node(node.input[0])
+    if cond is None or cond.op_type != "Equal" or node.input[2] not in cond.input:
+        raise EvalFailure("Where over a shape that is not the expand(-1) idiom")
+    other = cond.input[1] if cond.input[0] == node.input[2] else cond.input[0]
+    k, then = graph.constant(other), graph.constant(node.input[1])
+    if k is None or then is None:
+        raise EvalFailure("Where over a shape with computed branches")
+    dims = shape_values(graph, node.input[2], depth + 1)
+    k = np.broadcast_to(np.atleast_1d(k), (len(dims),))
+    then = np.broadcast_to(np.atleast_1d(then), (len(dims),))
+    out: list[int | str] = []
+    for d, kk, tt in zip(dims, k, then):
+        if isinstance(d, int):
+            out.append(int(tt) if d == int(kk) else d)
+        elif int(kk) < 0 and not d.startswith("?"):
+            out.append(d)
+        else:
+            raise EvalFailure("Where over an unknown dim")
+    return out
 
 
 def _dims_of(graph: GraphFacts, value: str) -> list[int | str]:

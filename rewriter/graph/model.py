@@ -174,12 +174,22 @@ class ModelState:
 
     def refresh_types(self) -> int:
         """Re-infer value types on the current graph (after folding resolved shapes)."""
-        from .types import light_model, refine_types
+        from .symbolic_shapes import refine_computed_shapes
+        from .types import inferred_types, light_model, refine_types
 
         view = self.view
-        light = light_model(self.source, view.topological_nodes(), view.initializers.values(),
+        nodes = view.topological_nodes()
+        light = light_model(self.source, nodes, view.initializers.values(),
                             view.graph_inputs, view.graph_outputs, (), self.opsets)
-        return refine_types(view.types, light)
+        improved = refine_types(view.types, light)
+        sources = set(view.initializers) | {i.name for i in view.graph_inputs}
+
+        def infer(declared):
+            declared = [vi for vi in declared if vi.name not in sources]
+            return inferred_types(light_model(self.source, nodes, view.initializers.values(), view.graph_inputs,
+                                              view.graph_outputs, declared, self.opsets))
+
+        return improved + refine_computed_shapes(light, view.types, infer)
 
     def subgraph_states(self):
         """A state per subgraph of the main graph's current nodes (nested ones come from

@@ -11,6 +11,7 @@ from onnx import ModelProto, TensorProto, TypeProto, helper, shape_inference
 
 from ..dsl.schemas import normalize_domain
 from .stand_ins import stand_ins
+from .symbolic_shapes import refine_computed_shapes
 
 _SMALL_TENSOR = 1024  # elements: initializers up to this size keep their data for inference
 
@@ -97,6 +98,13 @@ def infer_model_types(model: ModelProto) -> dict[str, TypeProto]:
     for name, inferred in inferred_types(light_model(model, graph.node, graph.initializer)).items():
         if name not in types or _rank(types[name]) is None:
             types[name] = inferred
+    sources = {t.name for t in graph.initializer} | {i.name for i in graph.input}
+
+    def infer(declared):
+        declared = [vi for vi in declared if vi.name not in sources]
+        return inferred_types(light_model(model, graph.node, graph.initializer, value_info=declared))
+
+    refine_computed_shapes(model, types, infer)
     return types
 
 

@@ -24,7 +24,7 @@ from ..dsl.schemas import attribute_type, find_schema, known_domains, normalize_
 from ..expr.evaluate import evaluate
 from ..expr.values import EvalFailure, Ref
 from ..graph.model import ModelState
-from ..graph.view import GraphView, NodeId
+from ..graph.view import GraphView, NodeId, subgraphs_of
 from ..match.matcher import Match, attribute_with_default
 from .propagation import inherit_placement
 
@@ -294,13 +294,16 @@ class Rewriter:
     def _check(self, match: Match, build: _Build, deleted: set[NodeId]) -> None:
         view = self.view
         replaced = {match.values[name] for name in match.rule.replaced}
+        referenced = {i for n in build.nodes for i in n.input if i} | {source for _, source in build.aliases}
+        dying: dict[NodeId, bool] = {}
         for node_id in deleted:
             for value in view.node(node_id).output:
                 if not value or value in replaced:
                     continue
                 if view.is_graph_output(value):
                     raise Refused(f"'{value}' is a graph output")
-                outside = [c for c, _ in view.consumers(value) if c not in deleted]
+                outside = [c for c, _ in view.consumers(value) if c not in deleted
+                           and not self._dies_with(c, deleted, referenced, dying)]
                 if outside:
                     raise Refused(f"'{value}' is also used by node "
                                   f"'{view.node(outside[0]).name or outside[0]}'")
@@ -321,6 +324,29 @@ class Rewriter:
             if source in renamed or not view.has_value(source):
                 raise Refused(f"'{source}' cannot take the name '{target}'")
             renamed.add(source)
+
+    def _dies_with(self, node_id: NodeId, deleted: set[NodeId], referenced: set[str],
+                   memo: dict[NodeId, bool], depth: int = 0) -> bool:
+        """Whether a node reading a deleted value feeds only deleted nodes (directly or
+        through nodes that do): then it is dead after the rewrite and goes with it.  With
+        dynamic axes a Reshape target is computed from Shape(o) of a value o inside the
+        match; that shape arithmetic dies with the Reshape."""
+        if node_id in memo:
+            return memo[node_id]
+        memo[node_id] = False  # until shown (also breaks cycles)
+        view = self.view
+        if depth > 12 or any(True for _ in subgraphs_of(view.node(node_id))):
+            return False
+        for out in view.node(node_id).output:
+            if not out:
+                continue
+            if out in referenced or view.is_graph_output(out):
+                return False
+            for consumer, _ in view.consumers(out):
+                if consumer not in deleted and not self._dies_with(consumer, deleted, referenced, memo, depth + 1):
+                    return False
+        memo[node_id] = True
+        return True
 
     # ------------------------------------------------------------------- apply
     def would_apply(self, match: Match) -> bool:

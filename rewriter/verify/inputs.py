@@ -28,6 +28,7 @@ class Spec:
     shape: list[int]
     value: np.ndarray | None = None
     const: bool = False          # the op needs a constant here (shape, axes...)
+    dim_names: list | None = None  # symbolic dims to declare (a dynamic-axes input)
 
 
 @dataclass

@@ -192,7 +192,9 @@ class _Builder:
             graph_input = value_name
             if self.wrap_inputs:  # a prologue: the value is computed, not a graph input
                 graph_input = self.fresh(f"{value_name}_in")
-            vi = helper.make_tensor_value_info(graph_input, spec.dtype, spec.shape)
+            declared = spec.shape if spec.dim_names is None else \
+                [n if isinstance(n, str) else d for n, d in zip(spec.dim_names, spec.shape)]
+            vi = helper.make_tensor_value_info(graph_input, spec.dtype, declared)
             self.inputs.append(vi)
             self.types[graph_input] = vi.type
             self.draws.append(f"{graph_input}: input {helper.tensor_dtype_to_string(spec.dtype)}{spec.shape}")
@@ -205,6 +207,14 @@ class _Builder:
 
     def free_input(self, name: str | None, ctx: NodeContext, slot: int) -> str:
         hint = self.hints.get(name) if name else None
+        shape_of = self._shape_hint(hint)
+        if shape_of is not None:  # `example s = shape(x)`: computed at run time from x
+            value = self.fresh(name)
+            node = helper.make_node("Shape", [shape_of], [value], name=f"n{len(self.nodes)}")
+            self.nodes.append(node)
+            self.infer(node)
+            self.draws.append(f"{value} = Shape({shape_of})")
+            return value
         if hint is not None and hint.value is not None:
             value = np.asarray(_const_value(hint.value))
             if value.dtype == np.float64:
@@ -217,7 +227,7 @@ class _Builder:
             dims = self._dims(hint.dims)
             if self.near_miss == "shape-off" and len(dims) > 1:  # the hint's dims, moved around
                 dims = list(self.draw(st.permutations(dims), label="shape off"))
-            spec = Spec(dtype, dims)
+            spec = Spec(dtype, dims, dim_names=list(hint.dims) if name in self._dynamic_inputs() else None)
         else:
             spec = input_spec(self.draw, ctx, slot)
         if spec.const or (spec.value is not None):
@@ -227,6 +237,22 @@ class _Builder:
         else:
             constant = self.draw(st.sampled_from([False, False, False, True]), label="as initializer")
         return self.add_value(name or "any", spec, constant)
+
+    def _shape_hint(self, hint) -> str | None:
+        """The graph value a hint ``s = shape(x)`` reads, once x is drawn."""
+        if hint is None or not isinstance(hint.value, A.Call) or hint.value.func != "shape":
+            return None
+        args = hint.value.args
+        if len(args) != 1 or not isinstance(args[0], A.Name):
+            return None
+        return self.values.get(args[0].id)
+
+    def _dynamic_inputs(self) -> set[str]:
+        """Inputs an example reads the shape of: declared with their symbolic dims, so
+        the shape stays unknown until run time (dynamic axes)."""
+        return {h.value.args[0].id for h in self.hints.values()
+                if isinstance(h.value, A.Call) and h.value.func == "shape" and h.value.args
+                and isinstance(h.value.args[0], A.Name)}
 
     def literal(self, lit: A.Literal, ctx: NodeContext, bind: str | None) -> str:
         value = float(lit.value) if not isinstance(lit.value, bool) else lit.value

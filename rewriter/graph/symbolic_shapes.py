@@ -1,0 +1,172 @@
+"""Named dims behind Reshapes whose target is computed at run time.
+
+With dynamic axes exporters write ``Reshape(t, Concat(Gather(Shape(x), 0), ..., [64]))``.
+onnx's shape inference cannot read such a target and names the output's dims ``unk__N``,
+fresh names equal to nothing: from there on two tensors of the same [batch, seq, hidden]
+shape no longer look alike, and rules that need equal shapes refuse.  Here the target is
+read with ``dims()`` (expr/shape_values.py): where it names a dim of another tensor whose
+name is known (``batch``), or a number, the Reshape's output gets it; the improved types
+are declared and inference runs again so they flow downstream.  A few rounds at most,
+only for models that have such Reshapes; nothing is guessed (-1 and unnamed dims stay as
+inference left them).
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import ModelProto, NodeProto, TypeProto, helper, numpy_helper
+
+from ..expr.shape_values import shape_values
+from ..expr.values import EvalFailure
+
+_ROUNDS = 3
+
+
+def _is_known(dim) -> bool:
+    """A number, or a name a user or exporter gave (not onnx's fresh ``unk__``)."""
+    return isinstance(dim, int) or (isinstance(dim, str) and not dim.startswith(("unk__", "?")))
+
+
+class _ModelFacts:
+    """Just enough of GraphFacts for ``shape_values`` over a model and a types table."""
+
+    def __init__(self, model: ModelProto, types: dict[str, TypeProto]) -> None:
+        self.types = types
+        self.producers: dict[str, NodeProto] = {o: n for n in model.graph.node for o in n.output if o}
+        self.small = {t.name: t for t in model.graph.initializer if t.data_type in (6, 7) and len(t.dims) <= 1}
+        self._cache: dict[str, np.ndarray | None] = {}
+
+    def constant(self, value: str) -> np.ndarray | None:
+        if value not in self._cache:
+            array = None
+            if value in self.small:
+                array = numpy_helper.to_array(self.small[value])
+            else:
+                node = self.producers.get(value)
+                if node is not None and node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                    attr = next((a for a in node.attribute if a.name == "value"), None)
+                    if attr is not None:
+                        array = numpy_helper.to_array(attr.t)
+            self._cache[value] = array
+        return self._cache[value]
+
+    def producer_node(self, value: str) -> NodeProto | None:
+        return self.producers.get(value)
+
+    def shape(self, value: str):
+        from .types import shape_of
+        return shape_of(self.types.get(value))
+
+
+def _inferred_minus_one(source: list, target: list) -> object:
+    """The dim a single -1 in a Reshape target stands for: the source's dims left after
+    taking out the target's other dims (by name, then numbers); None when unsure."""
+    rest = [d for d in target if d != -1]
+    if target.count(-1) != 1 or not all(_is_known(d) for d in rest + source):
+        return None
+    left = list(source)
+    numbers = []
+    for d in rest:
+        if isinstance(d, str):
+            if d not in left:
+                return None
+            left.remove(d)
+        else:
+            numbers.append(d)
+    named = [d for d in left if isinstance(d, str)]
+    have = int(np.prod([d for d in left if isinstance(d, int)], dtype=np.int64))
+    want = int(np.prod(numbers, dtype=np.int64)) if numbers else 1
+    if len(named) == 1 and have == want:
+        return named[0]
+    if not named and want and have % want == 0:
+        return have // want
+    return None
+
+
+def _target_dims(node: NodeProto, target: list, source: list, current: list | None) -> list:
+    dims = []
+    allowzero = next((a.i for a in node.attribute if a.name == "allowzero"), 0)
+    for axis, d in enumerate(target):
+        if node.op_type == "Reshape" and d == 0 and not allowzero:
+            d = source[axis] if axis < len(source) else None
+        elif node.op_type == "Reshape" and d == -1:
+            d = _inferred_minus_one(source, target)
+        elif node.op_type == "Expand":  # broadcast: a 1 keeps the input's dim
+            offset = len(target) - len(source)
+            if d == 1:
+                d = source[axis - offset] if axis >= offset else 1
+        old = current[axis] if current is not None and axis < len(current) else None
+        dims.append(d if _is_known(d) else old)
+    return dims
+
+
+def _range_length(facts: _ModelFacts, node: NodeProto) -> object:
+    start, delta = facts.constant(node.input[0]), facts.constant(node.input[2]) if len(node.input) > 2 else None
+    if start is None or delta is None or start.size != 1 or delta.size != 1 \
+            or int(start.ravel()[0]) != 0 or int(delta.ravel()[0]) != 1:
+        return None
+    try:
+        (limit,) = shape_values(facts, node.input[1])
+    except (EvalFailure, ValueError):
+        return None
+    return limit if _is_known(limit) else None
+
+
+def resolved_reshape_types(model: ModelProto, types: dict[str, TypeProto]) -> dict[str, TypeProto]:
+    """Better types for Reshape/Expand outputs whose computed targets name known dims."""
+    from .types import shape_of
+
+    facts = _ModelFacts(model, types)
+    better: dict[str, TypeProto] = {}
+    for node in model.graph.node:
+        if node.op_type not in ("Reshape", "Expand", "Range") or node.domain not in ("", "ai.onnx") \
+                or len(node.input) < 2:
+            continue
+        out = node.output[0]
+        current = shape_of(types.get(out))
+        if (current is not None and all(_is_known(d) for d in current)) or types.get(out) is None:
+            continue
+        if node.op_type == "Range":  # Range(0, n, 1) has n elements
+            length = _range_length(facts, node)
+            if length is not None:
+                better[out] = helper.make_tensor_type_proto(types[out].tensor_type.elem_type, [length])
+            continue
+        try:
+            target = shape_values(facts, node.input[1])
+        except EvalFailure:
+            continue
+        source = shape_of(types.get(node.input[0]))
+        if source is None:
+            continue
+        if node.op_type == "Expand" and len(source) > len(target):
+            continue
+        dims = _target_dims(node, target, source, current)
+        known_before = sum(_is_known(d) for d in current) if current is not None else -1
+        if sum(_is_known(d) for d in dims) > known_before:
+            elem = types[out].tensor_type.elem_type
+            better[out] = helper.make_tensor_type_proto(elem, [d if _is_known(d) else None for d in dims])
+    return better
+
+
+def refine_computed_shapes(model: ModelProto, types: dict[str, TypeProto], infer) -> int:
+    """Declare the resolved Reshape types and re-infer (``infer(value_infos)`` returns
+    the new types), keeping every type that gained known dims; in place.  Returns how
+    many types improved."""
+    from .types import shape_of
+
+    improved = 0
+    for _ in range(_ROUNDS):
+        better = resolved_reshape_types(model, types)
+        if not better:
+            return improved
+        types.update(better)
+        improved += len(better)
+        # declare what is known for sure; a fresh unk__ name declared would stick
+        declared = [helper.make_value_info(name, t) for name, t in types.items()
+                    if name in better or (shape_of(t) is not None and all(map(_is_known, shape_of(t))))]
+        for name, new in infer(declared).items():
+            old = shape_of(types.get(name))
+            shape = shape_of(new)
+            if shape is not None and (old is None or sum(map(_is_known, shape)) > sum(map(_is_known, old))):
+                types[name] = new
+                improved += 1
+    return improved
