@@ -172,6 +172,13 @@ class ModelState:
             self.view.opsets[domain] = version
             self.added_domains[domain] = version
 
+    def has_unnamed_dims(self) -> bool:
+        """Whether some value's shape has a dim nobody named (dynamic axes behind computed
+        shapes): only then can re-inference after rewrites tell more."""
+        from .types import shape_of
+        return any(d is None or (isinstance(d, str) and d.startswith("unk__"))
+                   for t in self.view.types.values() for d in (shape_of(t) or ()))
+
     def refresh_types(self) -> int:
         """Re-infer value types on the current graph (after folding resolved shapes)."""
         from .symbolic_shapes import refine_computed_shapes

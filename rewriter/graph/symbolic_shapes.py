@@ -19,6 +19,8 @@ from ..expr.shape_values import shape_values
 from ..expr.values import EvalFailure
 
 _ROUNDS = 3
+_BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Where", "And", "Or", "Xor", "Equal", "Less",
+                 "Greater", "LessOrEqual", "GreaterOrEqual", "Max", "Min", "Mod"}
 
 
 def _is_known(dim) -> bool:
@@ -111,6 +113,36 @@ def _range_length(facts: _ModelFacts, node: NodeProto) -> object:
     return limit if _is_known(limit) else None
 
 
+def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto | None:
+    """An elementwise op's output dim that inference left unnamed, when the inputs agree on
+    one known size there (the others unknown or 1): in a model that runs, an unknown dim
+    broadcast against a known size is 1 or that size, so the result is that size."""
+    from .types import shape_of
+
+    out = node.output[0]
+    current = shape_of(types.get(out))
+    if current is None or all(_is_known(d) for d in current) or types.get(out) is None:
+        return None
+    shapes = [shape_of(types.get(i)) for i in node.input if i]
+    if any(sh is None for sh in shapes):
+        return None
+    dims = list(current)
+    for axis in range(len(current)):
+        if _is_known(current[axis]):
+            continue
+        candidates = set()
+        for sh in shapes:
+            k = axis - (len(current) - len(sh))
+            if 0 <= k < len(sh) and _is_known(sh[k]) and sh[k] != 1:
+                candidates.add(sh[k])
+        if len(candidates) == 1:
+            dims[axis] = candidates.pop()
+    if sum(map(_is_known, dims)) <= sum(map(_is_known, current)):
+        return None
+    return helper.make_tensor_type_proto(types[out].tensor_type.elem_type,
+                                         [d if _is_known(d) else None for d in dims])
+
+
 def resolved_reshape_types(model: ModelProto, types: dict[str, TypeProto]) -> dict[str, TypeProto]:
     """Better types for Reshape/Expand outputs whose computed targets name known dims."""
     from .types import shape_of
@@ -144,6 +176,12 @@ def resolved_reshape_types(model: ModelProto, types: dict[str, TypeProto]) -> di
         if sum(_is_known(d) for d in dims) > known_before:
             elem = types[out].tensor_type.elem_type
             better[out] = helper.make_tensor_type_proto(elem, [d if _is_known(d) else None for d in dims])
+    # broadcasting joins unnamed dims to the named ones (same round: each costs an inference)
+    for node in model.graph.node:
+        if node.op_type in _BROADCASTING and node.domain in ("", "ai.onnx"):
+            improved = _broadcast_type(node, types)
+            if improved is not None and node.output[0] not in better:
+                better[node.output[0]] = improved
     return better
 
 

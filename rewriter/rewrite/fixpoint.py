@@ -122,6 +122,21 @@ class LevelRunner:
                 break
             if not self.builtins:
                 break
+        # With dynamic axes, rewrites can make shapes readable that were not (a fused node's
+        # stand-in types, a computed Reshape target that now reads as dims): re-infer and
+        # sweep again while that gains anything.
+        for _ in range(2):
+            if total == 0 or not getattr(self.state, "has_unnamed_dims", lambda: False)():
+                break
+            start = time.perf_counter()
+            gained = self.state.refresh_types()
+            self.stats.builtin_seconds += time.perf_counter() - start
+            if not gained:
+                break
+            applied = self._rules_to_fixpoint(view, bound - total, recent)
+            total += applied
+            if not applied:
+                break
         if check_fixpoint:
             self._check_fixpoint(view)
         return self.stats
