@@ -173,11 +173,11 @@ class ModelState:
             self.added_domains[domain] = version
 
     def has_unnamed_dims(self) -> bool:
-        """Whether some value's shape has a dim nobody named (dynamic axes behind computed
-        shapes): only then can re-inference after rewrites tell more."""
-        from .types import shape_of
-        return any(d is None or (isinstance(d, str) and d.startswith("unk__"))
-                   for t in self.view.types.values() for d in (shape_of(t) or ()))
+        """Whether a shape is computed at run time (a Reshape, Expand or Range whose size
+        input is not constant): only then can re-inference after rewrites tell more."""
+        view = self.view
+        return any(len(view.node(n).input) > 1 and not view.is_constant(view.node(n).input[1])
+                   for op in ("Reshape", "Expand", "Range") for n in view.nodes_by_op("", op))
 
     def refresh_types(self) -> int:
         """Re-infer value types on the current graph (after folding resolved shapes)."""
