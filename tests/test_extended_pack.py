@@ -418,3 +418,29 @@ def test_rms_norm_fusion():
 def test_rms_norm_over_a_residual_is_skip_simplified_layer_norm_at_any_opset():
     after = check(rms_norm_graph(opset=18, residual=True), "SkipRMSNormDecomposed", True, atol=1e-4)
     assert ops(after) == {"SkipSimplifiedLayerNormalization": 1}
+
+
+def embeddings_graph(shared_sum=False):
+    nodes = [helper.make_node("Gather", ["word", "ids"], ["w"], axis=0),
+             helper.make_node("Gather", ["seg", "types"], ["t"], axis=0), helper.make_node("Add", ["w", "t"], ["a"]),
+             helper.make_node("SkipLayerNormalization", ["a", "p", "gamma", "beta"],
+                              ["y", "", "", "sum"] if shared_sum else ["y"], domain="com.microsoft", epsilon=1e-5)]
+    outputs = [tensor("y", F, [2, 5, 8])] + ([tensor("sum", F, [2, 5, 8])] if shared_sum else [])
+    return model(nodes, [tensor("ids", TensorProto.INT64, [2, 5]), tensor("types", TensorProto.INT64, [2, 5])], outputs,
+                 [init("word", rand(7, 8)), init("seg", rand(2, 8)), init("p", rand(1, 5, 8)), init("gamma", rand(8)),
+                  init("beta", rand(8))], domains=["com.microsoft"])
+
+
+@pytest.mark.parametrize("shared_sum", [False, True])
+def test_embed_layer_norm_fusion(shared_sum):
+    import rewriter
+    from helpers import assert_same_outputs
+    before = embeddings_graph(shared_sum)
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    feeds = {"ids": np.array([[1, 2, 3, 4, 5], [6, 0, 1, 2, 3]], np.int64), "types": np.array([[0, 0, 1, 1, 0]] * 2, np.int64)}
+    from helpers import run
+    for x, y in zip(run(before, feeds), run(after, feeds)):
+        np.testing.assert_allclose(x, y, atol=1e-5)
+    onnx.checker.check_model(after, full_check=True)
+    assert ops(after) == {"EmbedLayerNormalization": 1, "Cast": 2}
+    assert_same_outputs is not None

@@ -129,6 +129,7 @@ class _Builder:
         self.counter = 0
         self.used: set[str] = set()
         self.pattern_outputs: set[str] = set()   # values the pattern's own nodes produce
+        self.ignored: set[str] = set()           # outputs a pattern skips with `_`
         self.const_names = const_required(rule)
         self.seed = self.draw(st.integers(0, 2**16), label="values seed")
         self.rng = np.random.default_rng(self.seed)
@@ -354,7 +355,9 @@ class _Builder:
             inputs.pop()
         outputs = []
         for out in eq.outs:
-            name = self.fresh(out.name) if out.name else self.fresh("$unused")
+            name = self.fresh(out.name) if out.name else self.fresh("unused")
+            if not out.name:
+                self.ignored.add(name)  # an output the pattern skips (`_`): not a graph output
             if out.name:
                 self.values[out.name] = name
             outputs.append(name)
@@ -413,7 +416,7 @@ def draw_instance(data, rule: A.Rule) -> Instance:
         builder.add_node(rule.equations[index])
     consumed = {i for node in builder.nodes for i in node.input}
     produced = [o for node in builder.nodes for o in node.output if o]
-    outputs = [o for o in produced if o not in consumed and not o.startswith("unused")]
+    outputs = [o for o in produced if o not in consumed and o not in builder.ignored]
     intermediates = [o for o in produced if o in consumed and o in builder.pattern_outputs]
     checked = [builder.values[n] for n in _consumer_checked(builder.rule) if builder.values.get(n) in intermediates]
     if checked and builder.draw(st.booleans(), label="near miss at a checked value"):
