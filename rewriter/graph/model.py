@@ -173,11 +173,19 @@ class ModelState:
             self.added_domains[domain] = version
 
     def has_unnamed_dims(self) -> bool:
-        """Whether a shape is computed at run time (a Reshape, Expand or Range whose size
-        input is not constant): only then can re-inference after rewrites tell more."""
-        view = self.view
-        return any(len(view.node(n).input) > 1 and not view.is_constant(view.node(n).input[1])
-                   for op in ("Reshape", "Expand", "Range") for n in view.nodes_by_op("", op))
+        """Whether some value's shape is unknown or has a dim nobody named: only then can
+        re-inference after rewrites (fused nodes' stand-in types, computed targets read as
+        dims) tell more."""
+        for t in self.view.types.values():
+            if not t.HasField("tensor_type"):
+                continue
+            tensor = t.tensor_type
+            if not tensor.HasField("shape"):
+                return True
+            for d in tensor.shape.dim:
+                if not d.HasField("dim_value") and (not d.dim_param or d.dim_param.startswith("unk__")):
+                    return True
+        return False
 
     def refresh_types(self) -> int:
         """Re-infer value types on the current graph (after folding resolved shapes)."""
