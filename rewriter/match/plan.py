@@ -9,6 +9,8 @@ it reads is bound, so a failing constraint prunes the search as early as possibl
 """
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 
 from ..dsl import ast as A
@@ -88,7 +90,18 @@ def _equation_names(eq: A.Equation) -> tuple[set[str], set[str]]:
     return inputs, binds
 
 
+def _conjuncts(expr: A.Expr) -> list[A.Expr]:
+    if isinstance(expr, A.BoolOp) and expr.op == "and":
+        return [c for v in expr.values for c in _conjuncts(v)]
+    return [expr]
+
+
 def compile_rule(rule: A.Rule) -> CompiledRule:
+    # `where a and b` is checked as `where a` + `where b`, each as soon as its names are
+    # bound: a cheap test on the root rejects before the rest of the pattern is searched
+    # (a conjunction fails when any part fails or cannot be evaluated, so this is the same)
+    rule = dataclasses.replace(rule, wheres=tuple(A.Where(c, w.pos) for w in rule.wheres
+                                                  for c in _conjuncts(w.expr)))
     equations = rule.equations
     produced_by = {name: i for i, eq in enumerate(equations) for name in eq.out_names}
     root_index = produced_by[rule.root]
