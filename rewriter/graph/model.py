@@ -173,38 +173,22 @@ class ModelState:
             self.added_domains[domain] = version
 
     def has_unnamed_dims(self) -> bool:
-        """Whether some value's shape is unknown or has a dim nobody named: only then can
-        re-inference after rewrites (fused nodes' stand-in types, computed targets read as
-        dims) tell more."""
-        for t in self.view.types.values():
-            if not t.HasField("tensor_type"):
-                continue
-            tensor = t.tensor_type
-            if not tensor.HasField("shape"):
-                return True
-            for d in tensor.shape.dim:
-                if not d.HasField("dim_value") and (not d.dim_param or d.dim_param.startswith("unk__")):
-                    return True
-        return False
+        """Whether re-inference after rewrites could tell more (see symbolic_shapes.py)."""
+        from .symbolic_shapes import has_unnamed_dims
+        return has_unnamed_dims(self.view.types)
 
     def refresh_types(self) -> int:
-        """Re-infer value types on the current graph (after folding resolved shapes)."""
-        from .symbolic_shapes import refine_computed_shapes
-        from .types import inferred_types, light_model, refine_types
+        """Re-infer value types on the current graph (after folding resolved shapes, after
+        rewrites that made computed shapes readable); returns how many improved."""
+        from .types import light_model, refine_symbolic_dims, refine_types
 
         view = self.view
         nodes = view.topological_nodes()
         light = light_model(self.source, nodes, view.initializers.values(),
                             view.graph_inputs, view.graph_outputs, (), self.opsets)
         improved = refine_types(view.types, light)
-        sources = set(view.initializers) | {i.name for i in view.graph_inputs}
-
-        def infer(declared):
-            declared = [vi for vi in declared if vi.name not in sources]
-            return inferred_types(light_model(self.source, nodes, view.initializers.values(), view.graph_inputs,
-                                              view.graph_outputs, declared, self.opsets))
-
-        return improved + refine_computed_shapes(light, view.types, infer)
+        return improved + refine_symbolic_dims(self.source, nodes, view.initializers.values(), view.types,
+                                               view.graph_inputs, view.graph_outputs, self.opsets)
 
     def subgraph_states(self):
         """A state per subgraph of the main graph's current nodes (nested ones come from

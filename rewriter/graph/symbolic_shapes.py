@@ -1,14 +1,15 @@
-"""Named dims behind Reshapes whose target is computed at run time.
+"""Named dims behind shapes computed at run time.
 
 With dynamic axes exporters write ``Reshape(t, Concat(Gather(Shape(x), 0), ..., [64]))``.
 onnx's shape inference cannot read such a target and names the output's dims ``unk__N``,
 fresh names equal to nothing: from there on two tensors of the same [batch, seq, hidden]
-shape no longer look alike, and rules that need equal shapes refuse.  Here the target is
-read with ``dims()`` (expr/shape_values.py): where it names a dim of another tensor whose
-name is known (``batch``), or a number, the Reshape's output gets it; the improved types
-are declared and inference runs again so they flow downstream.  A few rounds at most,
-only for models that have such Reshapes; nothing is guessed (-1 and unnamed dims stay as
-inference left them).
+shape no longer look alike, and rules that need equal shapes refuse.  Here the size inputs
+of Reshape, Expand and Range are read with ``dims()`` (expr/shape_values.py): where they
+name a dim of another tensor whose name is known (``batch``), or a number, the output gets
+it (a single -1 of a Reshape is what is left of the input's dims); an elementwise op's
+unnamed dim takes the one known size its inputs agree on (broadcasting in a model that
+runs).  The improved types are declared and inference runs again so they flow downstream,
+a few rounds at most.  Dims nobody can name stay as inference left them.
 """
 from __future__ import annotations
 
@@ -23,9 +24,28 @@ _BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Where", "And", "Or", "Xor",
                  "Greater", "LessOrEqual", "GreaterOrEqual", "Max", "Min", "Mod"}
 
 
+_FRESH = "unk__"  # how onnx's inference names a dim it cannot tell
+
+
 def _is_known(dim) -> bool:
-    """A number, or a name a user or exporter gave (not onnx's fresh ``unk__``)."""
-    return isinstance(dim, int) or (isinstance(dim, str) and not dim.startswith(("unk__", "?")))
+    """A number, or a name a user or exporter gave (not onnx's fresh ``unk__``, not a
+    ``dims()`` token for an unnamed dim)."""
+    return isinstance(dim, int) or (isinstance(dim, str) and not dim.startswith((_FRESH, "?")))
+
+
+def has_unnamed_dims(types: dict[str, TypeProto]) -> bool:
+    """Whether some tensor's shape is unknown or has a dim nobody named: only then can
+    re-inference tell more.  Reads the protos directly (it runs after every level)."""
+    for t in types.values():
+        if not t.HasField("tensor_type"):
+            continue
+        tensor = t.tensor_type
+        if not tensor.HasField("shape"):
+            return True
+        for d in tensor.shape.dim:
+            if not d.HasField("dim_value") and (not d.dim_param or d.dim_param.startswith(_FRESH)):
+                return True
+    return False
 
 
 class _ModelFacts:
@@ -143,8 +163,8 @@ def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto |
                                          [d if _is_known(d) else None for d in dims])
 
 
-def resolved_reshape_types(model: ModelProto, types: dict[str, TypeProto]) -> dict[str, TypeProto]:
-    """Better types for Reshape/Expand outputs whose computed targets name known dims."""
+def resolved_types(model: ModelProto, types: dict[str, TypeProto]) -> dict[str, TypeProto]:
+    """Better types for values whose dims the shape arithmetic or broadcasting names."""
     from .types import shape_of
 
     facts = _ModelFacts(model, types)
@@ -186,21 +206,21 @@ def resolved_reshape_types(model: ModelProto, types: dict[str, TypeProto]) -> di
 
 
 def refine_computed_shapes(model: ModelProto, types: dict[str, TypeProto], infer) -> int:
-    """Declare the resolved Reshape types and re-infer (``infer(value_infos)`` returns
-    the new types), keeping every type that gained known dims; in place.  Returns how
-    many types improved."""
+    """Declare the resolved types and re-infer (``infer(value_infos)`` returns the new
+    types), keeping every type that gained known dims; in place.  Returns how many types
+    improved."""
     from .types import shape_of
 
     improved = 0
     for _ in range(_ROUNDS):
-        better = resolved_reshape_types(model, types)
+        better = resolved_types(model, types)
         if not better:
             return improved
         types.update(better)
         improved += len(better)
         # declare what is known for sure; a fresh unk__ name declared would stick
         declared = [helper.make_value_info(name, t) for name, t in types.items()
-                    if name in better or (shape_of(t) is not None and all(map(_is_known, shape_of(t))))]
+                    if name in better or all(map(_is_known, shape_of(t) or [None]))]
         for name, new in infer(declared).items():
             old = shape_of(types.get(name))
             shape = shape_of(new)

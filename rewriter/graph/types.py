@@ -98,14 +98,25 @@ def infer_model_types(model: ModelProto) -> dict[str, TypeProto]:
     for name, inferred in inferred_types(light_model(model, graph.node, graph.initializer)).items():
         if name not in types or _rank(types[name]) is None:
             types[name] = inferred
-    sources = {t.name for t in graph.initializer} | {i.name for i in graph.input}
+    refine_symbolic_dims(model, graph.node, graph.initializer, types)
+    return types
+
+
+def refine_symbolic_dims(model: ModelProto, nodes, initializers, types: dict[str, TypeProto],
+                         inputs=None, outputs=None, opsets: dict[str, int] | None = None) -> int:
+    """Name the dims behind shapes computed at run time (symbolic_shapes.py), re-inferring
+    ``nodes`` as declared types improve; in place, returns how many types improved."""
+    initializers = list(initializers)
+    inputs = list(model.graph.input if inputs is None else inputs)
+    sources = {t.name for t in initializers} | {i.name for i in inputs}
+
+    def light(declared=None):
+        return light_model(model, nodes, initializers, inputs, outputs, declared, opsets)
 
     def infer(declared):
-        declared = [vi for vi in declared if vi.name not in sources]
-        return inferred_types(light_model(model, graph.node, graph.initializer, value_info=declared))
+        return inferred_types(light([vi for vi in declared if vi.name not in sources]))
 
-    refine_computed_shapes(model, types, infer)
-    return types
+    return refine_computed_shapes(light(), types, infer)
 
 
 def _known_dims(type_proto: TypeProto | None) -> int:

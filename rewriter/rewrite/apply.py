@@ -77,6 +77,10 @@ class _Build:
     defined: dict[str, str] = field(default_factory=dict)          # replacement name -> value
     domains: set[str] = field(default_factory=set)
 
+    def reads(self) -> set[str]:
+        """Values the replacement reads: its nodes' inputs and its aliases' sources."""
+        return {i for n in self.nodes for i in n.input if i} | {source for _, source in self.aliases}
+
 
 def to_tensor(value: object, name: str) -> TensorProto:
     """A computed value as an initializer: numpy dtypes kept; Python floats become float32,
@@ -276,8 +280,7 @@ class Rewriter:
         view = self.view
         matched = set(match.nodes.values())
         new_values = {o for n in build.nodes for o in n.output} | {t.name for t in build.initializers}
-        referenced = {i for n in build.nodes for i in n.input if i and i not in new_values}
-        referenced |= {source for _, source in build.aliases}
+        referenced = build.reads() - new_values
         equations = match.rule.rule.equations
         context = {node_id for index, node_id in match.nodes.items() if equations[index].keep}
         kept: set[NodeId] = set(context)
@@ -294,7 +297,7 @@ class Rewriter:
     def _check(self, match: Match, build: _Build, deleted: set[NodeId]) -> None:
         view = self.view
         replaced = {match.values[name] for name in match.rule.replaced}
-        referenced = {i for n in build.nodes for i in n.input if i} | {source for _, source in build.aliases}
+        referenced = build.reads()
         dying: dict[NodeId, bool] = {}
         for node_id in deleted:
             for value in view.node(node_id).output:
