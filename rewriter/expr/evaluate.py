@@ -1,6 +1,6 @@
 """A small interpreter for rule expressions (``where``, ``let``, computed tensors/attributes).
 
-It walks the AST; the only callables are those in ``functions.FUNCTIONS``; every failure
+Each expression is compiled once into closures; the only callables are those in ``functions.FUNCTIONS``; every failure
 (non-constant input, unknown shape, numpy error) becomes ``EvalFailure``, which refuses the
 match with a reason instead of crashing the engine.
 """
@@ -97,88 +97,167 @@ def evaluate(expr: A.Expr, env: Env) -> object:
     """Value of ``expr`` under ``env``; raises ``EvalFailure`` when it cannot be computed."""
     try:
         with np.errstate(all="ignore"):
-            return _eval(expr, env)
-    except EvalFailure:
-        raise
-    except _ERRORS as err:
-        raise EvalFailure(f"{err.__class__.__name__}: {err}") from None
+            return compile_expr(expr)(env)
+    except EVAL_ERRORS as err:
+        raise as_failure(err) from None
 
 
-def _name(name: str, env: Env) -> object:
-    try:
-        return env.lookup(name)
-    except KeyError:
-        pass
-    if name in DTYPES:
-        return DTYPES[name]
-    if name in CONSTANTS:
-        return CONSTANTS[name]
-    raise EvalFailure(f"'{name}' is not bound")
+EVAL_ERRORS = (EvalFailure, *_ERRORS)
 
 
-def _eval(expr: A.Expr, env: Env) -> object:
-    if isinstance(expr, A.Num):
-        return expr.value
-    if isinstance(expr, (A.Str, A.Const)):
-        return expr.value
+def as_failure(err: Exception) -> EvalFailure:
+    """What a compiled expression raised (one of ``EVAL_ERRORS``), as the reason it failed.
+    Callers that evaluate many compiled expressions catch ``EVAL_ERRORS`` themselves and
+    set numpy's error state once (the matcher, under the level runner)."""
+    if isinstance(err, EvalFailure):
+        return err
+    return EvalFailure(f"{err.__class__.__name__}: {err}")
+
+
+Compiled = Callable[[Env], object]
+_CACHE: dict[int, tuple[A.Expr, Compiled]] = {}
+
+
+def compile_expr(expr: A.Expr) -> Compiled:
+    """``expr`` as a closure over its compiled operands, built once per expression (rules are
+    immutable): matching evaluates the same few expressions thousands of times, and walking
+    the tree each time spent most of it deciding what kind of node it was."""
+    entry = _CACHE.get(id(expr))
+    if entry is not None and entry[0] is expr:
+        return entry[1]
+    compiled = _compile(expr)
+    _CACHE[id(expr)] = (expr, compiled)  # the expression is kept alive with its closure
+    return compiled
+
+
+def _compile(expr: A.Expr) -> Compiled:
+    if isinstance(expr, (A.Num, A.Str, A.Const)):
+        value = expr.value
+        return lambda env: value
     if isinstance(expr, A.Name):
-        return _name(expr.id, env)
+        return _compile_name(expr.id)
     if isinstance(expr, A.AttrRef):
-        return env.node_attribute(expr.var, expr.attr)
+        var, attr = expr.var, expr.attr
+        return lambda env: env.node_attribute(var, attr)
     if isinstance(expr, A.ListExpr):
-        return [_eval(item, env) for item in expr.items]
+        items = [_compile(item) for item in expr.items]
+        return lambda env: [item(env) for item in items]
     if isinstance(expr, A.Unary):
-        operand = _eval(expr.operand, env)
-        if expr.op == "not":
-            return not truth(operand)
-        value = materialize(env.graph, operand)
+        return _compile_unary(expr.op, _compile(expr.operand))
+    if isinstance(expr, A.Binary):
+        return _compile_binary(expr.op, _compile(expr.left), _compile(expr.right))
+    if isinstance(expr, A.Compare):
+        return _compile_compare(expr.ops, [_compile(o) for o in expr.operands])
+    if isinstance(expr, A.BoolOp):
+        values = [_compile(v) for v in expr.values]
+        if expr.op == "and":
+            return lambda env: all(truth(v(env)) for v in values)
+        return lambda env: any(truth(v(env)) for v in values)
+    if isinstance(expr, A.Index):
+        return _compile_index(expr)
+    if isinstance(expr, A.Call):
+        return _compile_call(expr)
+    raise EvalFailure(f"cannot evaluate {type(expr).__name__}")  # pragma: no cover
+
+
+def _compile_name(name: str) -> Compiled:
+    fallback = DTYPES[name] if name in DTYPES else CONSTANTS.get(name, _UNBOUND)
+
+    def lookup(env: Env) -> object:
+        try:
+            return env.lookup(name)
+        except KeyError:
+            if fallback is _UNBOUND:
+                raise EvalFailure(f"'{name}' is not bound") from None
+            return fallback
+    return lookup
+
+
+_UNBOUND = object()
+
+
+def _compile_unary(op: str, operand: Compiled) -> Compiled:
+    if op == "not":
+        return lambda env: not truth(operand(env))
+
+    def negate(env: Env) -> object:
+        value = materialize(env.graph, operand(env))
         if value is None:
             raise EvalFailure("an absent optional value was negated")
         if isinstance(value, list):
             value = np.asarray(value)
         return -value
-    if isinstance(expr, A.Binary):
-        left = _eval(expr.left, env)
-        if expr.op == "??":
-            return left if left is not None else _eval(expr.right, env)
-        right = _eval(expr.right, env)
-        return _arith(expr.op, materialize(env.graph, left), materialize(env.graph, right))
-    if isinstance(expr, A.Compare):
-        values = [_eval(o, env) for o in expr.operands]
-        for op, left, right in zip(expr.ops, values, values[1:]):
+    return negate
+
+
+def _compile_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
+    if op == "??":
+        def default(env: Env) -> object:
+            value = left(env)
+            return value if value is not None else right(env)
+        return default
+
+    def arith(env: Env) -> object:
+        graph = env.graph
+        return _arith(op, materialize(graph, left(env)), materialize(graph, right(env)))
+    return arith
+
+
+def _compile_compare(ops: tuple[str, ...], operands: list[Compiled]) -> Compiled:
+    pairs = list(zip(ops, range(len(ops))))
+
+    def compare(env: Env) -> bool:
+        values = [o(env) for o in operands]
+        for op, k in pairs:
+            left, right = values[k], values[k + 1]
             if left is not None and right is not None:  # `x == none` asks presence only
                 left, right = materialize(env.graph, left), materialize(env.graph, right)
             if not _compare(op, left, right):
                 return False
         return True
-    if isinstance(expr, A.BoolOp):
-        if expr.op == "and":
-            return all(truth(_eval(v, env)) for v in expr.values)
-        return any(truth(_eval(v, env)) for v in expr.values)
-    if isinstance(expr, A.Index):
-        obj = _eval(expr.obj, env)
-        if not isinstance(obj, list):  # a list (of values, say *rest) is indexed as is
-            obj = materialize(env.graph, obj)
-        if isinstance(expr.index, A.Slice):
-            lower = None if expr.index.lower is None else int(_eval(expr.index.lower, env))
-            upper = None if expr.index.upper is None else int(_eval(expr.index.upper, env))
-            return obj[lower:upper]
-        index = materialize(env.graph, _eval(expr.index, env))
-        if isinstance(obj, list):
-            return obj[int(index)]
-        return np.asarray(obj)[index if not isinstance(index, list) else tuple(index)]
-    if isinstance(expr, A.Call):
-        return _call(expr, env)
-    raise EvalFailure(f"cannot evaluate {type(expr).__name__}")  # pragma: no cover
+    return compare
 
 
-def _call(expr: A.Call, env: Env) -> object:
+def _compile_index(expr: A.Index) -> Compiled:
+    obj = _compile(expr.obj)
+    if isinstance(expr.index, A.Slice):
+        lower = None if expr.index.lower is None else _compile(expr.index.lower)
+        upper = None if expr.index.upper is None else _compile(expr.index.upper)
+
+        def slice_(env: Env) -> object:
+            value = _indexable(env, obj(env))
+            return value[None if lower is None else int(lower(env)):
+                         None if upper is None else int(upper(env))]
+        return slice_
+    index = _compile(expr.index)
+
+    def item(env: Env) -> object:
+        value = _indexable(env, obj(env))
+        i = materialize(env.graph, index(env))
+        if isinstance(value, list):
+            return value[int(i)]
+        return np.asarray(value)[i if not isinstance(i, list) else tuple(i)]
+    return item
+
+
+def _indexable(env: Env, value: object) -> object:
+    """A list (of values, say *rest) is indexed as is, anything else by its contents."""
+    return value if isinstance(value, list) else materialize(env.graph, value)
+
+
+def _compile_call(expr: A.Call) -> Compiled:
+    name = expr.func
     if expr.is_op:
-        raise EvalFailure(f"op {expr.func} cannot be computed in an expression")
-    fn = FUNCTIONS.get(expr.func)
+        def op_call(env: Env) -> object:
+            raise EvalFailure(f"op {name} cannot be computed in an expression")
+        return op_call
+    fn = FUNCTIONS.get(name)
     if fn is None:
-        raise EvalFailure(f"unknown function {expr.func}()")
-    args = [_eval(a, env) for a in expr.args]
+        def unknown(env: Env) -> object:
+            raise EvalFailure(f"unknown function {name}()")
+        return unknown
+    args = [_compile(a) for a in expr.args]
+    impl, what = fn.impl, f"argument of {fn.name}()"
     if fn.graph:
-        return fn.impl(env.graph, *args)
-    return fn.impl(*[materialize(env.graph, a, f"argument of {fn.name}()") for a in args])
+        return lambda env: impl(env.graph, *[a(env) for a in args])
+    return lambda env: impl(*[materialize(env.graph, a(env), what) for a in args])

@@ -23,6 +23,7 @@ from ..dsl.schemas import attribute_value, normalize_domain
 from . import types as T
 
 NodeId = int
+_NONE: dict = {}  # read-only empty consumer map
 SourceKey = tuple  # ("input" | "init" | "outer", name)
 
 
@@ -100,10 +101,12 @@ class GraphView:
         self._producer: dict[str, tuple[NodeId | SourceKey, int]] = {}
         self._consumers: dict[str, dict[tuple[NodeId, int | str], None]] = {}
         self._by_op: dict[tuple[str, str], dict[NodeId, None]] = {}
+        self._keys: dict[NodeId, tuple[str, str]] = {}  # node -> (domain, op type)
         self._implicit: dict[NodeId, list[str]] = {}
         self._ids = itertools.count()
         self._tie = itertools.count(1)
         self._const_cache: dict[str, np.ndarray] = {}
+        self._shapes: dict[str, tuple] = {}  # value -> (its TypeProto, dims read from it)
         self.types: dict[str, TypeProto] = dict(types or {})
         self._inferred_nodes: set[NodeId] = set()
         # nodes created or whose inputs changed (new producer, new value), in order; passes
@@ -172,7 +175,8 @@ class GraphView:
         self._nodes[node_id] = proto
         self._order[node_id] = order if order is not None else (1 << 62, next(self._tie))
         self.nx.add_node(node_id)
-        self._by_op.setdefault((normalize_domain(proto.domain), proto.op_type), {})[node_id] = None
+        key = self._keys[node_id] = (normalize_domain(proto.domain), proto.op_type)
+        self._by_op.setdefault(key, {})[node_id] = None
         if proto.name:
             self.node_names.add(proto.name)
         for slot, out in enumerate(proto.output):
@@ -211,7 +215,7 @@ class GraphView:
                 if not self._consumers.get(out):
                     self._consumers.pop(out, None)
         self.nx.remove_node(node_id)
-        self._by_op[(normalize_domain(proto.domain), proto.op_type)].pop(node_id, None)
+        self._by_op[self._keys.pop(node_id)].pop(node_id, None)
         del self._order[node_id]
         self._inferred_nodes.discard(node_id)
         return proto
@@ -361,15 +365,14 @@ class GraphView:
 
     def node_key(self, node_id: NodeId) -> tuple[str, str]:
         """(domain, op type) of a node, the key rules are dispatched on."""
-        proto = self._nodes[node_id]
-        return normalize_domain(proto.domain), proto.op_type
+        return self._keys[node_id]
 
     def producer_key(self, value: str) -> tuple[str, str] | None:
         """(domain, op type) of the node producing ``value``; None for sources."""
         entry = self._producer.get(value)
         if entry is None or type(entry[0]) is not int:
             return None
-        return self.node_key(entry[0])
+        return self._keys[entry[0]]
 
     def producer_slot(self, value: str) -> int:
         return self._producer[value][1]
@@ -380,6 +383,10 @@ class GraphView:
     def consumers(self, value: str) -> list[tuple[NodeId, int | str]]:
         """(node, input slot) pairs reading ``value``; subgraph reads have a str slot."""
         return list(self._consumers.get(value, ()))
+
+    def consumer_slots(self, value: str):
+        """Like ``consumers`` but a live view (no copy): for reading, never while mutating."""
+        return self._consumers.get(value, _NONE)
 
     def consumer_count(self, value: str) -> int:
         return len(self._consumers.get(value, ()))
@@ -451,11 +458,19 @@ class GraphView:
         return T.elem_type_of(self.type_of(value))
 
     def shape(self, value: str) -> list[int | str | None] | None:
-        shape = T.shape_of(self.type_of(value))
-        if shape is None and self.is_constant(value):
-            array = self.constant(value)
-            return None if array is None else list(array.shape)
-        return shape
+        type_proto = self.type_of(value)
+        cached = self._shapes.get(value)
+        if cached is not None and cached[0] is type_proto:  # types are replaced, never edited
+            shape = cached[1]
+        else:
+            shape = T.shape_of(type_proto)
+            self._shapes[value] = (type_proto, shape)
+        if shape is None:
+            if self.is_constant(value):
+                array = self.constant(value)
+                return None if array is None else list(array.shape)
+            return None
+        return list(shape)
 
     def opset(self, domain: str) -> int | None:
         return self.opsets.get(normalize_domain(domain))

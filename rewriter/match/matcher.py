@@ -17,7 +17,7 @@ import numpy as np
 from ..dsl import ast as A
 from ..dsl.schemas import attribute_default, is_commutative, normalize_domain
 from ..expr.dtypes import DTYPES
-from ..expr.evaluate import evaluate, truth
+from ..expr.evaluate import EVAL_ERRORS, as_failure, compile_expr, truth
 from ..expr.functions import CONSTANTS
 from ..expr.values import EvalFailure, Ref
 from ..graph.view import FUNCTION_ATTRIBUTE, GraphView, NodeId
@@ -126,6 +126,8 @@ def values_equal(a: object, b: object) -> bool:
     """Equality for attribute values: lists, arrays and floats (to float32 precision)."""
     if a is None or b is None:
         return a is b
+    if type(a) is list and type(b) is list and _plain_list(a) and _plain_list(b):
+        return a == b  # ints and strings (perm, axes): no arrays needed
     if isinstance(a, float) or isinstance(b, float):
         try:
             return bool(np.isclose(float(a), float(b), rtol=1e-6, atol=0.0))
@@ -138,6 +140,10 @@ def values_equal(a: object, b: object) -> bool:
         except (TypeError, ValueError):
             return False
     return a == b
+
+
+def _plain_list(items: list) -> bool:
+    return all(type(x) is int or type(x) is str for x in items)
 
 
 _APPROX_RTOL = {np.dtype(np.float16): 2e-3}
@@ -187,12 +193,14 @@ class Matcher:
         proto = view.node(root)
         for kind, slot, ops in compiled.root_checks:
             if kind == "producer":
-                found = any(view.producer_key(name) in ops for name in proto.input if name)
+                producer_key = view.producer_key
+                found = any(producer_key(name) in ops for name in proto.input)
             elif kind == "constant":
                 found = any(view.is_constant(name) for name in proto.input if name)
             else:
+                node_key = view.node_key
                 found = slot < len(proto.output) and any(
-                    view.node_key(c) in ops for c, _ in view.consumers(proto.output[slot]))
+                    node_key(c) in ops for c, _ in view.consumer_slots(proto.output[slot]))
             if not found:
                 wanted = " or ".join(op for _, op in sorted(ops)) or "constant"
                 self._fail(0, f"no {wanted} next to the root", None)
@@ -247,22 +255,24 @@ class Matcher:
                     state.undo(mark)
 
     def _constraints(self, compiled: CompiledRule, step, state: _State, depth: int) -> bool:
+        # expressions run compiled, without numpy's errstate each time: the level runner
+        # sets it once (evaluate() does both per call)
         rule = compiled.rule
         for li in step.lets:
             let = rule.lets[li]
             try:
-                value = evaluate(let.expr, state)
-            except EvalFailure as err:
-                self._fail(depth, f"let {let.name}: {err}", state)
+                value = compile_expr(let.expr)(state)
+            except EVAL_ERRORS as err:
+                self._fail(depth, f"let {let.name}: {as_failure(err)}", state)
                 return False
             if not state.unify_scalar(let.name, value):
                 return False
         for wi in step.wheres:
             where = rule.wheres[wi]
             try:
-                ok = truth(evaluate(where.expr, state))
-            except EvalFailure as err:
-                self._fail(depth, f"where (line {where.pos.line}): {err}", state)
+                ok = truth(compile_expr(where.expr)(state))
+            except EVAL_ERRORS as err:
+                self._fail(depth, f"where (line {where.pos.line}): {as_failure(err)}", state)
                 return False
             if not ok:
                 self._fail(depth, f"where (line {where.pos.line}) does not hold", state)
@@ -321,9 +331,9 @@ class Matcher:
                         return False
                     continue
             try:
-                expected = evaluate(expr, state)
-            except EvalFailure as err:
-                self._fail(depth, f"attribute {pattern.name}: {err}", state)
+                expected = compile_expr(expr)(state)
+            except EVAL_ERRORS as err:
+                self._fail(depth, f"attribute {pattern.name}: {as_failure(err)}", state)
                 return False
             if not values_equal(actual, expected):
                 self._fail(depth, f"attribute {pattern.name}={actual!r}, wanted {expected!r}", state)

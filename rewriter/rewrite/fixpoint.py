@@ -15,8 +15,9 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Iterable
 
+import numpy as np
+
 from ..dsl.ast import Pack
-from ..dsl.schemas import normalize_domain
 from ..errors import FixpointError
 from ..expr.values import EvalFailure
 from ..graph.model import ModelState
@@ -95,6 +96,10 @@ class LevelRunner:
         self.stats = LevelStats()
 
     def run(self) -> LevelStats:
+        with np.errstate(all="ignore"):  # once for every expression the matcher evaluates
+            return self._run()
+
+    def _run(self) -> LevelStats:
         from ..passes import BUILTINS
 
         view = self.state.view
@@ -171,8 +176,7 @@ class LevelRunner:
             queued.discard(node_id)
             if not view.has_node(node_id):
                 continue
-            proto = view.node(node_id)
-            candidates = self.by_op.get((normalize_domain(proto.domain), proto.op_type))
+            candidates = self.by_op.get(view.node_key(node_id))
             if not candidates:
                 continue
             for rule in candidates:
