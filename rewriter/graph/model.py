@@ -179,16 +179,27 @@ class ModelState:
 
     def refresh_types(self) -> int:
         """Re-infer value types on the current graph (after folding resolved shapes, after
-        rewrites that made computed shapes readable); returns how many improved."""
+        rewrites that made computed shapes readable); returns how many improved.
+
+        Only the nodes with an incomplete output are re-inferred (a complete type cannot
+        improve), with the shape arithmetic feeding them; what they read from outside is
+        declared with the types known now."""
         from .types import light_model, refine_symbolic_dims, refine_types
 
         view = self.view
-        nodes = view.topological_nodes()
-        light = light_model(self.source, nodes, view.initializers.values(),
-                            view.graph_inputs, view.graph_outputs, (), self.opsets)
+        region = _incomplete_region(view)
+        if not region:
+            return 0
+        nodes = [view.node(n) for n in view.topological_ids(region)]
+        produced = {o for n in nodes for o in n.output if o}
+        reads = dict.fromkeys(i for n in nodes for i in n.input if i and i not in produced)
+        initializers = [view.initializers[r] for r in reads if view.is_initializer(r)]
+        inputs = [helper.make_value_info(r, view.types[r]) for r in reads
+                  if not view.is_initializer(r) and r in view.types]
+        light = light_model(self.source, nodes, initializers, inputs, (), (), self.opsets)
         improved = refine_types(view.types, light)
-        return improved + refine_symbolic_dims(self.source, nodes, view.initializers.values(), view.types,
-                                               view.graph_inputs, view.graph_outputs, self.opsets)
+        return improved + refine_symbolic_dims(self.source, nodes, initializers, view.types,
+                                               inputs, (), self.opsets)
 
     def subgraph_states(self):
         """A state per subgraph of the main graph's current nodes (nested ones come from
@@ -212,6 +223,33 @@ class ModelState:
 
         model.graph.CopyFrom(write_graph(source.graph, view))
         return model
+
+
+_SHAPE_TYPES = (TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL)  # bool: Where(Equal(s, -1), ..)
+
+
+def _incomplete_region(view: GraphView) -> set[int]:
+    """Nodes with an output whose type is missing or has unnamed dims, plus the shape
+    arithmetic they read (nodes computing int or bool tensors of rank <= 1), transitively:
+    data propagation and ``dims()`` read the shapes those compute."""
+    from .symbolic_shapes import is_incomplete
+
+    types = view.types
+    region = {n for n in view.node_ids()
+              if any(o and is_incomplete(types.get(o)) for o in view.node(n).output)}
+    stack = list(region)
+    while stack:
+        for value in view.node(stack.pop()).input:
+            producer = view.producer(value) if value else None
+            if producer is None or producer in region:
+                continue
+            if view.node_key(producer)[0]:
+                continue  # shape arithmetic is standard ops
+            shape = view.shape(value)
+            if view.elem_type(value) in _SHAPE_TYPES and shape is not None and len(shape) <= 1:
+                region.add(producer)
+                stack.append(producer)
+    return region
 
 
 def write_graph(src: GraphProto, view: GraphView) -> GraphProto:

@@ -36,15 +36,22 @@ def _is_known(dim) -> bool:
 def has_unnamed_dims(types: dict[str, TypeProto]) -> bool:
     """Whether some tensor's shape is unknown or has a dim nobody named: only then can
     re-inference tell more.  Reads the protos directly (it runs after every level)."""
-    for t in types.values():
-        if not t.HasField("tensor_type"):
-            continue
-        tensor = t.tensor_type
-        if not tensor.HasField("shape"):
+    return any(is_incomplete(t) for t in types.values() if t.HasField("tensor_type"))
+
+
+def is_incomplete(type_proto: TypeProto | None) -> bool:
+    """No type, a tensor type without a shape, or a dim nobody named (see ``_is_known``);
+    a non-tensor type (sequence, optional) counts as complete: inference adds nothing."""
+    if type_proto is None:
+        return True
+    if not type_proto.HasField("tensor_type"):
+        return False
+    tensor = type_proto.tensor_type
+    if not tensor.HasField("shape"):
+        return True
+    for d in tensor.shape.dim:
+        if not d.HasField("dim_value") and (not d.dim_param or d.dim_param.startswith(_FRESH)):
             return True
-        for d in tensor.shape.dim:
-            if not d.HasField("dim_value") and (not d.dim_param or d.dim_param.startswith(_FRESH)):
-                return True
     return False
 
 

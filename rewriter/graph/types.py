@@ -41,10 +41,10 @@ def light_model(model: ModelProto, nodes, initializers, inputs=None, outputs=Non
     light.functions.extend(model.functions)
     graph, src = light.graph, model.graph
     graph.name = src.name
-    stubs = _with_stand_ins(graph, nodes, initializers, src)
     graph.input.extend(src.input if inputs is None else inputs)
     graph.output.extend(src.output if outputs is None else outputs)
     graph.value_info.extend(src.value_info if value_info is None else value_info)
+    stubs = _with_stand_ins(graph, nodes, initializers)
     graph.initializer.extend(stubs)  # headers only: shapes for inference, never data
     for tensor in initializers:
         if _numel(tensor) <= _SMALL_TENSOR and tensor.data_location != TensorProto.EXTERNAL:
@@ -57,11 +57,12 @@ def light_model(model: ModelProto, nodes, initializers, inputs=None, outputs=Non
     return light
 
 
-def _with_stand_ins(graph, nodes, initializers, src) -> list[TensorProto]:
+def _with_stand_ins(graph, nodes, initializers) -> list[TensorProto]:
     """Append ``nodes`` to ``graph``, contrib ops as their standard stand-ins (see
-    stand_ins.py); returns the stub initializers the stand-ins read."""
+    stand_ins.py), which read the types ``graph``'s inputs and value_info declare;
+    returns the stub initializers the stand-ins read."""
     declared = {t.name: (t.data_type, list(t.dims)) for t in initializers}
-    for vi in (*src.input, *src.value_info):
+    for vi in (*graph.input, *graph.value_info):
         shape = shape_of(vi.type)
         if shape is not None and vi.name not in declared:
             declared[vi.name] = (vi.type.tensor_type.elem_type, shape)

@@ -536,6 +536,9 @@ class GraphView:
         node; O(E + N log N))."""
         order, producer, implicit, nodes = self._order, self._producer, self._implicit, self._nodes
         members = nodes if subset is None else dict.fromkeys(n for n in subset if n in nodes)
+        by_order = sorted(members, key=order.__getitem__)
+        if self._is_topological(by_order, members):
+            return by_order  # the usual case: rewrites place new nodes at their root
         waiting: dict[NodeId, int] = {}
         successors: dict[NodeId, list[NodeId]] = {}
         for node_id in members:
@@ -560,6 +563,24 @@ class GraphView:
         if len(result) != len(members):
             raise ValueError("the graph has a cycle")
         return result
+
+    def _is_topological(self, ids: list[NodeId], members) -> bool:
+        """Whether every node of ``ids`` comes after the producers of its inputs (among
+        ``members``)."""
+        producer, implicit, nodes = self._producer, self._implicit, self._nodes
+        placed: set[NodeId] = set()
+        for node_id in ids:
+            names = nodes[node_id].input
+            if node_id in implicit:
+                names = [*names, *implicit[node_id]]
+            for name in names:
+                entry = producer.get(name)
+                if entry is not None:
+                    source = entry[0]
+                    if type(source) is int and source not in placed and source in members:
+                        return False
+            placed.add(node_id)
+        return True
 
     def changed_since(self, position: int) -> list[NodeId]:
         """Live nodes recorded in ``changes`` from ``position`` on, each once, in order."""

@@ -2,6 +2,8 @@
 
 * ``Constant`` nodes become initializers;
 * ``Shape`` / ``Size`` of a value whose shape is static become initializers;
+* ``Identity`` of an initializer is dropped, its readers read the initializer (exporters
+  share weights this way; a copy would double them);
 * every other standard-domain node whose inputs are all constant is evaluated — all of
   them at once, in one onnxruntime session (the reference executor) — and replaced by
   initializers holding its outputs.
@@ -13,11 +15,12 @@ nodes reading more than 64 MiB of constants (evaluating them would copy the weig
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ..dsl.schemas import normalize_domain
 from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId, subgraphs_of
 
@@ -49,7 +52,7 @@ def _fold_constant_nodes(view: GraphView) -> int:
         out = proto.output[0] if proto.output else ""
         if not out or view.is_graph_output(out):
             continue
-        tensor = _constant_tensor(proto, view.constant(out))
+        tensor = _constant_tensor(proto, lambda: view.constant(out))
         if tensor is None:
             continue
         tensor.name = out
@@ -59,7 +62,7 @@ def _fold_constant_nodes(view: GraphView) -> int:
     return count
 
 
-def _constant_tensor(proto: onnx.NodeProto, array: np.ndarray | None) -> TensorProto | None:
+def _constant_tensor(proto: onnx.NodeProto, contents: Callable[[], np.ndarray | None]) -> TensorProto | None:
     for attr in proto.attribute:
         if attr.name == "value":
             tensor = TensorProto()
@@ -68,6 +71,7 @@ def _constant_tensor(proto: onnx.NodeProto, array: np.ndarray | None) -> TensorP
         if attr.name in ("value_string", "value_strings"):
             value = helper.get_attribute_value(attr)
             return numpy_helper.from_array(np.array(value, dtype=object))
+    array = contents()  # value_float(s), value_int(s): read as numbers
     return None if array is None else numpy_helper.from_array(np.asarray(array))
 
 
@@ -102,13 +106,13 @@ def _fold_static_shapes(view: GraphView) -> int:
 
 def _foldable(view: GraphView, node_id: NodeId, constant_values: set[str]) -> bool:
     proto = view.node(node_id)
-    if normalize_domain(proto.domain) != "" or proto.op_type in NOT_FOLDED:
+    if view.node_key(node_id)[0] != "" or proto.op_type in NOT_FOLDED:
         return False
+    if not all(i in constant_values or view.is_constant(i) for i in proto.input if i):
+        return False  # the usual reason, so asked first
     if any(True for _ in subgraphs_of(proto)) or any(a.ref_attr_name for a in proto.attribute):
         return False  # control flow; or inside a function, an attribute set by the caller
     if any(o and view.is_graph_output(o) for o in proto.output):
-        return False
-    if not all(i in constant_values or view.is_constant(i) for i in proto.input if i):
         return False
     # evaluating copies its inputs into a session: big weights stay as they are
     return sum(_nbytes(view, i) for i in proto.input if i) <= _LARGE_INPUT
@@ -165,8 +169,16 @@ _ORT_SAFE_IR = 10  # every onnxruntime this project supports loads IR 10
 def _fold_computations(state: ModelState, changed: list[NodeId] | None) -> int:
     view = state.view
     node_ids = _foldable_nodes(view, changed)
+    count = 0
+    for node_id in node_ids:  # Identity of a constant: its readers read the constant itself
+        proto = view.node(node_id)
+        if proto.op_type == "Identity" and view.is_initializer(proto.input[0]):
+            view.replace_uses(proto.output[0], proto.input[0])  # (no copy of the weights)
+            view.remove_node(node_id)
+            count += 1
+    node_ids = [n for n in node_ids if view.has_node(n)]
     if not node_ids:
-        return 0
+        return count
     nodes = [view.node(n) for n in node_ids]
     produced = {o for n in nodes for o in n.output if o}
     needed = {i for n in nodes for i in n.input if i and i not in produced}
@@ -178,7 +190,6 @@ def _fold_computations(state: ModelState, changed: list[NodeId] | None) -> int:
                 tensors = [view.initializers[i] if view.is_initializer(i) else
                            numpy_helper.from_array(np.asarray(results[i]), i) for i in set(inputs)]
                 results.update(_run(state, [node], tensors))
-    count = 0
     for node_id in node_ids:
         proto = view.node(node_id)
         outputs = [o for o in proto.output if o]

@@ -47,17 +47,16 @@ class LevelStats:
     builtin_seconds: float = 0.0
 
 
-_COMPILED: dict[int, CompiledRule] = {}
+_COMPILED: dict[int, tuple[object, CompiledRule]] = {}
 
 
 def compiled(rule) -> CompiledRule:
-    """Compile a rule once per process (rules are immutable)."""
-    key = id(rule)
-    entry = _COMPILED.get(key)
-    if entry is None or entry.rule is not rule:
-        entry = compile_rule(rule)
-        _COMPILED[key] = entry
-    return entry
+    """Compile a rule once per process (rules are immutable; the compiled rule holds a
+    rewritten copy, so the cache keeps the rule it was asked for)."""
+    entry = _COMPILED.get(id(rule))
+    if entry is None or entry[0] is not rule:
+        entry = _COMPILED[id(rule)] = (rule, compile_rule(rule))
+    return entry[1]
 
 
 @dataclass(frozen=True)
