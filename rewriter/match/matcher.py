@@ -169,6 +169,42 @@ def literal_matches(array: np.ndarray | None, literal: A.Literal) -> bool:
     return bool(actual == stored)
 
 
+class Neighborhood:
+    """Op keys around a node — what produces its inputs, what consumes each output — each
+    read once, when a rule's root check first asks (rules at one root share it)."""
+
+    __slots__ = ("view", "proto", "_producers", "_constant", "_consumers")
+
+    def __init__(self, view: GraphView, root: NodeId) -> None:
+        self.view = view
+        self.proto = view.node(root)
+        self._producers: frozenset | None = None
+        self._constant: bool | None = None
+        self._consumers: dict[int, frozenset] = {}
+
+    def producers(self) -> frozenset:
+        if self._producers is None:
+            producer_key = self.view.producer_key
+            self._producers = frozenset(producer_key(name) for name in self.proto.input)
+        return self._producers
+
+    def constant_input(self) -> bool:
+        if self._constant is None:
+            is_constant = self.view.is_constant
+            self._constant = any(is_constant(name) for name in self.proto.input if name)
+        return self._constant
+
+    def consumers(self, slot: int) -> frozenset:
+        found = self._consumers.get(slot)
+        if found is None:
+            outputs = self.proto.output
+            node_key = self.view.node_key
+            found = frozenset(node_key(c) for c, _ in self.view.consumer_slots(outputs[slot])) \
+                if slot < len(outputs) and outputs[slot] else frozenset()
+            self._consumers[slot] = found
+        return found
+
+
 class Matcher:
     """Finds matches of compiled rules in a ``GraphView``."""
 
@@ -179,31 +215,36 @@ class Matcher:
         self.record_failures = record_failures  # keep why the deepest attempt failed
         self.last_failure: Failure | None = None
 
-    def matches(self, compiled: CompiledRule, root: NodeId) -> Iterator[Match]:
-        """Every instance of ``compiled`` whose root node is ``root`` (lazily)."""
+    def matches(self, compiled: CompiledRule, root: NodeId,
+                neighborhood: Neighborhood | None = None) -> Iterator[Match]:
+        """Every instance of ``compiled`` whose root node is ``root`` (lazily).
+
+        ``neighborhood`` (of ``root``) may be given when several rules are tried at one
+        root: their root checks then share it."""
         self.last_failure = None
-        if not self._root_checks_hold(compiled, root):
+        if not self.root_checks_hold(compiled, neighborhood or self.neighborhood(root)):
             return
         state = _State(self.view, compiled)
         budget = [self.max_attempts]
         yield from self._search(compiled, state, 0, root, budget)
 
-    def _root_checks_hold(self, compiled: CompiledRule, root: NodeId) -> bool:
-        view = self.view
-        proto = view.node(root)
+    def neighborhood(self, root: NodeId) -> Neighborhood:
+        """What the root checks of rules ask about a node (read lazily, then kept)."""
+        return Neighborhood(self.view, root)
+
+    def root_checks_hold(self, compiled: CompiledRule, hood: Neighborhood) -> bool:
+        """The rule's necessary conditions on the root's neighbours (see plan._root_checks)."""
         for kind, slot, ops in compiled.root_checks:
             if kind == "producer":
-                producer_key = view.producer_key
-                found = any(producer_key(name) in ops for name in proto.input)
+                found = not ops.isdisjoint(hood.producers())
             elif kind == "constant":
-                found = any(view.is_constant(name) for name in proto.input if name)
+                found = hood.constant_input()
             else:
-                node_key = view.node_key
-                found = slot < len(proto.output) and any(
-                    node_key(c) in ops for c, _ in view.consumer_slots(proto.output[slot]))
+                found = not ops.isdisjoint(hood.consumers(slot))
             if not found:
-                wanted = " or ".join(op for _, op in sorted(ops)) or "constant"
-                self._fail(0, f"no {wanted} next to the root", None)
+                if self.record_failures:
+                    wanted = " or ".join(op for _, op in sorted(ops)) or "constant"
+                    self._fail(0, f"no {wanted} next to the root", None)
                 return False
         return True
 

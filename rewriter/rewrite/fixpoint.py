@@ -178,8 +178,11 @@ class LevelRunner:
             candidates = self.by_op.get(view.node_key(node_id))
             if not candidates:
                 continue
+            hood = matcher.neighborhood(node_id)  # shared by the rules' root checks
             for rule in candidates:
-                result = self._try(rule, node_id, matcher, rewriter)
+                if not matcher.root_checks_hold(rule, hood):
+                    continue
+                result = self._try(rule, node_id, matcher, rewriter, hood)
                 if result is None:
                     continue
                 applied += 1
@@ -193,10 +196,10 @@ class LevelRunner:
                 break
         return applied
 
-    def _try(self, rule: CompiledRule, node_id: NodeId, matcher: Matcher, rewriter: Rewriter):
+    def _try(self, rule: CompiledRule, node_id: NodeId, matcher: Matcher, rewriter: Rewriter, hood):
         refusals = 0
         start = time.perf_counter()
-        for match in matcher.matches(rule, node_id):
+        for match in matcher.matches(rule, node_id, hood):
             self.stats.match_seconds += time.perf_counter() - start
             if not self._placement_allows(rule, match):
                 start = time.perf_counter()
@@ -246,36 +249,51 @@ class _RevisitTrie:
     all rules of a level, merged into one trie.
 
     The first level is keyed by the op keys of the changed node, the next ones by
-    (move, op keys of the node reached); ``is_root`` marks where some walk ends."""
+    (move, op keys of the node reached); ``is_root`` marks where some walk ends.  Each trie
+    node also indexes its children by move and by single op key, so a walk looks up the
+    neighbours' ops instead of scanning every rule's pattern nodes."""
 
     def __init__(self, rules: list[CompiledRule] = ()) -> None:
         self.children: dict[object, _RevisitTrie] = {}
         self.is_root = False
+        self.by_op: dict[tuple[str, str], list[_RevisitTrie]] = {}
+        self.moves: dict[str, dict[tuple[str, str], list[_RevisitTrie]]] = {}
         for rule in rules:
             for walk in rule.revisit_paths:
                 node = self
                 for key in walk:
                     node = node.children.setdefault(key, _RevisitTrie())
                 node.is_root = True
+        if rules:
+            self._index(first=True)
+
+    def _index(self, first: bool = False) -> None:
+        for key, child in self.children.items():
+            move, ops = (None, key) if first else key
+            table = self.by_op if first else self.moves.setdefault(move, {})
+            for op in ops:
+                table.setdefault(op, []).append(child)
+            child._index()
 
     def roots(self, view: GraphView, changed: set[NodeId]) -> list[NodeId]:
         """Nodes that may now root a match because ``changed`` nodes changed, in graph order."""
-        moves = {"up": view.upstream, "down": view.downstream, "sibling": view.siblings}
+        steps = {"up": view.upstream, "down": view.downstream, "sibling": view.siblings}
         found: set[NodeId] = set()
         stack: list[tuple[NodeId, _RevisitTrie]] = []
         for node_id in changed:
             if view.has_node(node_id):
-                key = view.node_key(node_id)
-                stack.extend((node_id, child) for ops, child in self.children.items() if key in ops)
+                stack.extend((node_id, child) for child in self.by_op.get(view.node_key(node_id), ()))
         seen = set(stack)
+        node_key = view.node_key
         while stack:
             node_id, trie = stack.pop()
             if trie.is_root:
                 found.add(node_id)
-            for (move, ops), child in trie.children.items():
-                for other in moves[move](node_id):
-                    state = (other, child)
-                    if state not in seen and view.node_key(other) in ops:
-                        seen.add(state)
-                        stack.append(state)
+            for move, table in trie.moves.items():
+                for other in steps[move](node_id):
+                    for child in table.get(node_key(other), ()):
+                        state = (other, child)
+                        if state not in seen:
+                            seen.add(state)
+                            stack.append(state)
         return sorted(found, key=view.order_of)
