@@ -18,14 +18,21 @@ from .view import GraphView
 
 def _all_value_names(graph: GraphProto, names: set[str]) -> set[str]:
     """Every value name in a graph and its subgraphs (fresh names must avoid all of them)."""
-    from .view import subgraphs_of
     names.update(vi.name for vi in graph.input)
     names.update(t.name for t in graph.initializer)
     for node in graph.node:
         names.update(node.output)
         names.update(node.input)
-        for sub in subgraphs_of(node):
-            _all_value_names(sub, names)
+    return _subgraph_value_names(graph, names)
+
+
+def _subgraph_value_names(graph: GraphProto, names: set[str]) -> set[str]:
+    """The value names inside a graph's subgraphs (the view collects the graph's own)."""
+    from .view import has_subgraphs, subgraphs_of
+    for node in graph.node:
+        if has_subgraphs(node):
+            for sub in subgraphs_of(node):
+                _all_value_names(sub, names)
     return names
 
 
@@ -125,7 +132,7 @@ class ModelState:
         types = infer_model_types(model)
         try:
             self.view = GraphView(model.graph, self.opsets, types,
-                                  reserved_names=_all_value_names(model.graph, set()))
+                                  reserved_names=_subgraph_value_names(model.graph, set()))
         except ValueError as err:
             raise ModelError(f"malformed graph: {err}") from None
         self._validate()
@@ -157,7 +164,8 @@ class ModelState:
             if not view.has_value(output.name):
                 raise ModelError(f"malformed graph: graph output '{output.name}' is never produced")
         try:
-            view.topological_ids()
+            if not view.loaded_in_order:  # else sorted already, so without cycles
+                view.topological_ids()
         except ValueError:
             import networkx as nx
             cycle = nx.find_cycle(view.nx)
@@ -362,7 +370,7 @@ class FunctionState:
 def _subgraph_states(root: "ModelState", view: GraphView, visible: set[str]):
     from .view import subgraphs_of
 
-    for node_id in view.node_ids():
+    for node_id in view.nodes_with_subgraphs():
         for graph in subgraphs_of(view.node(node_id)):
             yield SubgraphState(root, graph, set(visible))
 

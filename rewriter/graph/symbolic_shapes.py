@@ -14,7 +14,7 @@ a few rounds at most.  Dims nobody can name stay as inference left them.
 from __future__ import annotations
 
 import numpy as np
-from onnx import ModelProto, NodeProto, TypeProto, helper, numpy_helper
+from onnx import NodeProto, TensorProto, TypeProto, helper, numpy_helper
 
 from ..expr.shape_values import shape_values
 from ..expr.values import EvalFailure
@@ -56,12 +56,13 @@ def is_incomplete(type_proto: TypeProto | None) -> bool:
 
 
 class _ModelFacts:
-    """Just enough of GraphFacts for ``shape_values`` over a model and a types table."""
+    """Just enough of GraphFacts for ``shape_values`` over nodes and a types table."""
 
-    def __init__(self, model: ModelProto, types: dict[str, TypeProto]) -> None:
+    def __init__(self, nodes: list[NodeProto], initializers: list[TensorProto],
+                 types: dict[str, TypeProto]) -> None:
         self.types = types
-        self.producers: dict[str, NodeProto] = {o: n for n in model.graph.node for o in n.output if o}
-        self.small = {t.name: t for t in model.graph.initializer if t.data_type in (6, 7) and len(t.dims) <= 1}
+        self.producers: dict[str, NodeProto] = {o: n for n in nodes for o in n.output if o}
+        self.small = {t.name: t for t in initializers if t.data_type in (6, 7) and len(t.dims) <= 1}
         self._cache: dict[str, np.ndarray | None] = {}
 
     def constant(self, value: str) -> np.ndarray | None:
@@ -170,15 +171,23 @@ def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto |
                                          [d if _is_known(d) else None for d in dims])
 
 
-def resolved_types(model: ModelProto, types: dict[str, TypeProto]) -> dict[str, TypeProto]:
+_COMPUTED_SHAPES = ("Reshape", "Expand", "Range")
+
+
+def resolved_types(nodes: list[NodeProto], initializers: list[TensorProto],
+                   types: dict[str, TypeProto]) -> dict[str, TypeProto]:
     """Better types for values whose dims the shape arithmetic or broadcasting names."""
     from .types import shape_of
 
-    facts = _ModelFacts(model, types)
+    # only a node whose output is incomplete can gain (most graphs: a few, or none)
+    candidates = [n for n in nodes if n.output and (n.op_type in _COMPUTED_SHAPES or n.op_type in _BROADCASTING)
+                  and n.domain in ("", "ai.onnx") and is_incomplete(types.get(n.output[0]))]
+    if not candidates:
+        return {}
+    facts = _ModelFacts(nodes, initializers, types)
     better: dict[str, TypeProto] = {}
-    for node in model.graph.node:
-        if node.op_type not in ("Reshape", "Expand", "Range") or node.domain not in ("", "ai.onnx") \
-                or len(node.input) < 2:
+    for node in candidates:
+        if node.op_type not in _COMPUTED_SHAPES or len(node.input) < 2:
             continue
         out = node.output[0]
         current = shape_of(types.get(out))
@@ -204,15 +213,16 @@ def resolved_types(model: ModelProto, types: dict[str, TypeProto]) -> dict[str, 
             elem = types[out].tensor_type.elem_type
             better[out] = helper.make_tensor_type_proto(elem, [d if _is_known(d) else None for d in dims])
     # broadcasting joins unnamed dims to the named ones (same round: each costs an inference)
-    for node in model.graph.node:
-        if node.op_type in _BROADCASTING and node.domain in ("", "ai.onnx"):
+    for node in candidates:
+        if node.op_type in _BROADCASTING:
             improved = _broadcast_type(node, types)
             if improved is not None and node.output[0] not in better:
                 better[node.output[0]] = improved
     return better
 
 
-def refine_computed_shapes(model: ModelProto, types: dict[str, TypeProto], infer) -> int:
+def refine_computed_shapes(nodes: list[NodeProto], initializers: list[TensorProto],
+                           types: dict[str, TypeProto], infer) -> int:
     """Declare the resolved types and re-infer (``infer(value_infos)`` returns the new
     types), keeping every type that gained known dims; in place.  Returns how many types
     improved."""
@@ -220,7 +230,7 @@ def refine_computed_shapes(model: ModelProto, types: dict[str, TypeProto], infer
 
     improved = 0
     for _ in range(_ROUNDS):
-        better = resolved_types(model, types)
+        better = resolved_types(nodes, initializers, types)
         if not better:
             return improved
         types.update(better)

@@ -107,17 +107,15 @@ def refine_symbolic_dims(model: ModelProto, nodes, initializers, types: dict[str
                          inputs=None, outputs=None, opsets: dict[str, int] | None = None) -> int:
     """Name the dims behind shapes computed at run time (symbolic_shapes.py), re-inferring
     ``nodes`` as declared types improve; in place, returns how many types improved."""
-    initializers = list(initializers)
+    nodes, initializers = list(nodes), list(initializers)
     inputs = list(model.graph.input if inputs is None else inputs)
     sources = {t.name for t in initializers} | {i.name for i in inputs}
 
-    def light(declared=None):
-        return light_model(model, nodes, initializers, inputs, outputs, declared, opsets)
-
     def infer(declared):
-        return inferred_types(light([vi for vi in declared if vi.name not in sources]))
+        declared = [vi for vi in declared if vi.name not in sources]
+        return inferred_types(light_model(model, nodes, initializers, inputs, outputs, declared, opsets))
 
-    return refine_computed_shapes(light(), types, infer)
+    return refine_computed_shapes(nodes, initializers, types, infer)
 
 
 def _known_dims(type_proto: TypeProto | None) -> int:

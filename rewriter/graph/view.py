@@ -37,6 +37,18 @@ class _FunctionAttribute:
 FUNCTION_ATTRIBUTE = _FunctionAttribute()
 
 
+_GRAPH_ATTRIBUTES = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
+
+
+def has_subgraphs(node: NodeProto) -> bool:
+    """Whether the node holds a graph attribute (If, Loop, Scan...): cheaper than asking
+    ``subgraphs_of`` for the first one."""
+    for attr in node.attribute:
+        if attr.type in _GRAPH_ATTRIBUTES:
+            return True
+    return False
+
+
 def subgraphs_of(node: NodeProto) -> Iterator[GraphProto]:
     for attr in node.attribute:
         if attr.type == AttributeProto.GRAPH:
@@ -102,6 +114,7 @@ class GraphView:
         self._consumers: dict[str, dict[tuple[NodeId, int | str], None]] = {}
         self._by_op: dict[tuple[str, str], dict[NodeId, None]] = {}
         self._keys: dict[NodeId, tuple[str, str]] = {}  # node -> (domain, op type)
+        self._with_subgraphs: dict[NodeId, None] = {}  # If/Loop/Scan... nodes, in order added
         self._implicit: dict[NodeId, list[str]] = {}
         self._ids = itertools.count()
         self._tie = itertools.count(1)
@@ -113,6 +126,9 @@ class GraphView:
         # that scan the whole graph keep a position in it and later look only at what is new
         self.changes: list[NodeId] = []
         self._pending_edges: list | None = []  # while building: added to nx in one call
+        self._pending_nodes: list | None = []
+        # every node read only values produced before it, as loaded (then no cycle either)
+        self.loaded_in_order = True
 
         self.graph_inputs = [vi for vi in graph.input]
         self.graph_outputs = [vi for vi in graph.output]
@@ -137,8 +153,9 @@ class GraphView:
             copy = NodeProto()
             copy.CopyFrom(proto)
             self.add_node(copy, (index, 0))
+        self.nx.add_nodes_from(self._pending_nodes)
         self.nx.add_edges_from(self._pending_edges)
-        self._pending_edges = None
+        self._pending_edges = self._pending_nodes = None
         self.changes.clear()
 
     # ------------------------------------------------------------------ building blocks
@@ -153,6 +170,10 @@ class GraphView:
         producer = self._producer.get(value)
         if producer is not None:
             self._add_edge(producer[0], node_id, slot, value, producer[1])
+            if producer[0] == node_id:
+                self.loaded_in_order = False  # reads itself: a cycle
+        elif self._pending_nodes is not None:
+            self.loaded_in_order = False  # produced later (or never: validation says so)
 
     def _add_edge(self, source, target: NodeId, slot: int | str, value: str, out_slot: int) -> None:
         if self._pending_edges is not None:
@@ -174,7 +195,10 @@ class GraphView:
         node_id = next(self._ids)
         self._nodes[node_id] = proto
         self._order[node_id] = order if order is not None else (1 << 62, next(self._tie))
-        self.nx.add_node(node_id)
+        if self._pending_nodes is not None:
+            self._pending_nodes.append(node_id)
+        else:
+            self.nx.add_node(node_id)
         key = self._keys[node_id] = (normalize_domain(proto.domain), proto.op_type)
         self._by_op.setdefault(key, {})[node_id] = None
         if proto.name:
@@ -192,7 +216,10 @@ class GraphView:
         for slot, name in enumerate(proto.input):
             if name:
                 self._connect_input(node_id, slot, name)
-        implicit = _implicit_inputs(proto) if any(True for _ in subgraphs_of(proto)) else []
+        implicit = []
+        if has_subgraphs(proto):
+            self._with_subgraphs[node_id] = None
+            implicit = _implicit_inputs(proto)
         if implicit:
             self._implicit[node_id] = implicit
             for name in implicit:
@@ -217,6 +244,7 @@ class GraphView:
         self.nx.remove_node(node_id)
         self._by_op[self._keys.pop(node_id)].pop(node_id, None)
         del self._order[node_id]
+        self._with_subgraphs.pop(node_id, None)
         self._inferred_nodes.discard(node_id)
         return proto
 
@@ -344,6 +372,12 @@ class GraphView:
 
     def __len__(self) -> int:
         return len(self._nodes)
+
+    def nodes_with_subgraphs(self) -> list[NodeId]:
+        return list(self._with_subgraphs)
+
+    def has_subgraphs(self, node_id: NodeId) -> bool:
+        return node_id in self._with_subgraphs
 
     def nodes_by_op(self, domain: str, op: str) -> list[NodeId]:
         return list(self._by_op.get((normalize_domain(domain), op), ()))

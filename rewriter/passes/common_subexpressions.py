@@ -14,7 +14,7 @@ from onnx import TensorProto
 
 from ..dsl.schemas import normalize_domain
 from ..graph.model import ModelState
-from ..graph.view import GraphView, NodeId, subgraphs_of
+from ..graph.view import GraphView, NodeId
 from ..rewrite.propagation import annotation_of, provider_of
 
 _SHARED_CONSTANT_BYTES = 1024  # constants up to this size are compared by content
@@ -65,7 +65,7 @@ class _Keys:
         """The node's key, or None when it must not be merged."""
         view = self.view
         proto = view.node(node_id)
-        if proto.op_type in _NONDETERMINISTIC or any(True for _ in subgraphs_of(proto)):
+        if proto.op_type in _NONDETERMINISTIC or view.has_subgraphs(node_id):
             return None
         if any(o and view.is_graph_output(o) for o in proto.output):
             return None

@@ -22,7 +22,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ..graph.model import ModelState
-from ..graph.view import GraphView, NodeId, subgraphs_of
+from ..graph.view import GraphView, NodeId
 
 NOT_FOLDED = frozenset({
     "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
@@ -110,7 +110,7 @@ def _foldable(view: GraphView, node_id: NodeId, constant_values: set[str]) -> bo
         return False
     if not all(i in constant_values or view.is_constant(i) for i in proto.input if i):
         return False  # the usual reason, so asked first
-    if any(True for _ in subgraphs_of(proto)) or any(a.ref_attr_name for a in proto.attribute):
+    if view.has_subgraphs(node_id) or any(a.ref_attr_name for a in proto.attribute):
         return False  # control flow; or inside a function, an attribute set by the caller
     if any(o and view.is_graph_output(o) for o in proto.output):
         return False

@@ -24,7 +24,7 @@ from ..dsl.schemas import attribute_type, find_schema, known_domains, normalize_
 from ..expr.evaluate import evaluate
 from ..expr.values import EvalFailure, Ref
 from ..graph.model import ModelState
-from ..graph.view import GraphView, NodeId, subgraphs_of
+from ..graph.view import GraphView, NodeId
 from ..match.matcher import Match, attribute_with_default
 from .propagation import inherit_placement
 
@@ -338,7 +338,7 @@ class Rewriter:
             return memo[node_id]
         memo[node_id] = False  # until shown (also breaks cycles)
         view = self.view
-        if depth > 12 or any(True for _ in subgraphs_of(view.node(node_id))):
+        if depth > 12 or view.has_subgraphs(node_id):
             return False
         for out in view.node(node_id).output:
             if not out:
