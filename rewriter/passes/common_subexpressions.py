@@ -22,16 +22,24 @@ _NONDETERMINISTIC = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLik
                                "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"})
 
 
+_KEYS_ATTRIBUTE = "_cse_constant_keys"  # per view: name -> (tensor, key); tensors never change
+
+
 def _constant_key(view: GraphView, value: str) -> tuple | None:
     tensor = view.initializers.get(value)
     if tensor is None or not view.is_initializer(value):
         return None
-    if tensor.data_location == TensorProto.EXTERNAL or tensor.ByteSize() > _SHARED_CONSTANT_BYTES:
-        return None
-    array = view.constant(value)
-    if array is None:
-        return None
-    return ("const", tensor.data_type, tuple(array.shape), array.tobytes())
+    cache = view.__dict__.setdefault(_KEYS_ATTRIBUTE, {})
+    cached = cache.get(value)
+    if cached is not None and cached[0] is tensor:
+        return cached[1]
+    key = None
+    if tensor.data_location != TensorProto.EXTERNAL and tensor.ByteSize() <= _SHARED_CONSTANT_BYTES:
+        array = view.constant(value)
+        if array is not None:
+            key = ("const", tensor.data_type, tuple(array.shape), array.tobytes())
+    cache[value] = (tensor, key)
+    return key
 
 
 class _Keys:
@@ -43,6 +51,21 @@ class _Keys:
         self.canonical: dict[str, str] = {}
         self.constants: dict[tuple, str] = {}
         self.known: set[str] = set()
+        self.merged: set[str] = set()  # outputs of found duplicates and of their firsts
+
+    def may_have_twin(self, node_id: NodeId) -> bool:
+        """A cheap necessary condition for a duplicate: a twin reads the same non-constant
+        value (one of the node's inputs, unless a merge renames it), so it is another
+        reader of it with the same op.  Nodes of constants only are always compared."""
+        view = self.view
+        key = view.node_key(node_id)
+        for value in view.node(node_id).input:
+            if not value or view.is_initializer(value):
+                continue  # equal constants of other names count as the same input
+            if value in self.merged:
+                return True
+            return any(c != node_id and view.node_key(c) == key for c, _ in view.consumer_slots(value))
+        return True
 
     def canon(self, value: str) -> str:
         if not value:
@@ -104,6 +127,8 @@ def eliminate_common_subexpressions(state: ModelState, changed: list[NodeId] | N
     seen: dict[tuple, NodeId] = {}
     duplicates: list[tuple[NodeId, NodeId]] = []
     for node_id in view.topological_ids():
+        if not keys.may_have_twin(node_id):
+            continue
         key = keys.key(node_id)
         if key is None:
             continue
@@ -113,6 +138,7 @@ def eliminate_common_subexpressions(state: ModelState, changed: list[NodeId] | N
             for mine, theirs in zip(view.node(node_id).output, view.node(first).output):
                 if mine:
                     keys.canonical[mine] = theirs
+                    keys.merged.update((mine, theirs))
     _merge_constants(view, keys)
     removed = 0
     for node_id, first in duplicates:
