@@ -182,8 +182,7 @@ class ModelState:
 
     def has_unnamed_dims(self) -> bool:
         """Whether re-inference after rewrites could tell more (see symbolic_shapes.py)."""
-        from .symbolic_shapes import has_unnamed_dims
-        return has_unnamed_dims(self.view.types)
+        return self.view.has_incomplete_types()
 
     def refresh_types(self) -> int:
         """Re-infer value types on the current graph (after folding resolved shapes, after
@@ -240,11 +239,8 @@ def _incomplete_region(view: GraphView) -> set[int]:
     """Nodes with an output whose type is missing or has unnamed dims, plus the shape
     arithmetic they read (nodes computing int or bool tensors of rank <= 1), transitively:
     data propagation and ``dims()`` read the shapes those compute."""
-    from .symbolic_shapes import is_incomplete
-
-    types = view.types
-    region = {n for n in view.node_ids()
-              if any(o and is_incomplete(types.get(o)) for o in view.node(n).output)}
+    incomplete = view.is_incomplete
+    region = {n for n in view.node_ids() if any(o and incomplete(o) for o in view.node(n).output)}
     stack = list(region)
     while stack:
         for value in view.node(stack.pop()).input:

@@ -33,12 +33,6 @@ def _is_known(dim) -> bool:
     return isinstance(dim, int) or (isinstance(dim, str) and not dim.startswith((_FRESH, "?")))
 
 
-def has_unnamed_dims(types: dict[str, TypeProto]) -> bool:
-    """Whether some tensor's shape is unknown or has a dim nobody named: only then can
-    re-inference tell more.  Reads the protos directly (it runs after every level)."""
-    return any(is_incomplete(t) for t in types.values() if t.HasField("tensor_type"))
-
-
 def is_incomplete(type_proto: TypeProto | None) -> bool:
     """No type, a tensor type without a shape, or a dim nobody named (see ``_is_known``);
     a non-tensor type (sequence, optional) counts as complete: inference adds nothing."""

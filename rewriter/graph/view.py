@@ -21,6 +21,7 @@ from onnx import AttributeProto, GraphProto, NodeProto, TensorProto, TypeProto, 
 
 from ..dsl.schemas import attribute_value, normalize_domain
 from . import types as T
+from .symbolic_shapes import is_incomplete
 
 NodeId = int
 _NONE: dict = {}  # read-only empty consumer map
@@ -120,6 +121,7 @@ class GraphView:
         self._tie = itertools.count(1)
         self._const_cache: dict[str, np.ndarray] = {}
         self._shapes: dict[str, tuple] = {}  # value -> (its TypeProto, dims read from it)
+        self._incomplete: dict[str, tuple] = {}  # value -> (its TypeProto, is_incomplete)
         self.types: dict[str, TypeProto] = dict(types or {})
         self._inferred_nodes: set[NodeId] = set()
         # nodes created or whose inputs changed (new producer, new value), in order; passes
@@ -487,6 +489,22 @@ class GraphView:
         for name, t in T.infer_node_types(proto, input_types, self.opsets).items():
             self.types.setdefault(name, t)
         return self.types.get(value)
+
+    def is_incomplete(self, value: str) -> bool:
+        """Whether the type known now (no inference asked) lacks a shape or names a dim
+        nobody named (see symbolic_shapes.is_incomplete); cached per type."""
+        type_proto = self.types.get(value)
+        cached = self._incomplete.get(value)
+        if cached is not None and cached[0] is type_proto:
+            return cached[1]
+        result = is_incomplete(type_proto)
+        self._incomplete[value] = (type_proto, result)
+        return result
+
+    def has_incomplete_types(self) -> bool:
+        """Whether some known tensor type is incomplete: only then can re-inference tell more."""
+        types = self.types
+        return any(self.is_incomplete(name) for name, t in types.items() if t.HasField("tensor_type"))
 
     def elem_type(self, value: str) -> int | None:
         return T.elem_type_of(self.type_of(value))
