@@ -232,11 +232,14 @@ class GraphView:
     def remove_node(self, node_id: NodeId) -> NodeProto:
         """Delete a node; values it produced lose their producer (their consumers remain)."""
         proto = self._nodes.pop(node_id)
+        consumers = self._consumers
+        # only the index here: removing the nx node below removes its edges too
         for slot, name in enumerate(proto.input):
-            if name:
-                self._disconnect_input(node_id, slot, name)
+            if name and name in consumers:
+                consumers[name].pop((node_id, slot), None)
         for name in self._implicit.pop(node_id, []):
-            self._disconnect_input(node_id, f"implicit:{name}", name)
+            if name in consumers:
+                consumers[name].pop((node_id, f"implicit:{name}"), None)
         for out in proto.output:
             if out and self._producer.get(out, (None,))[0] == node_id:
                 del self._producer[out]
@@ -640,6 +643,11 @@ class GraphView:
 
     def topological_nodes(self) -> list[NodeProto]:
         return [self._nodes[n] for n in self.topological_ids()]
+
+    def constant_values(self) -> list[str]:
+        """Initializers (not graph inputs) and outputs of Constant nodes."""
+        return [name for name in self.initializers if self.is_initializer(name)] + \
+            [self._nodes[n].output[0] for n in self._by_op.get(("", "Constant"), ()) if self._nodes[n].output]
 
     def live_values(self) -> set[str]:
         return set(self._producer)

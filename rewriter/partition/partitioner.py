@@ -69,7 +69,7 @@ def partition(state: ModelState, providers: list[str] | str | None = None,
     report.decisions = list(decisions.values())
 
     view = state.view
-    node_ids = view.topological_ids()
+    node_ids = sorted(view.node_ids(), key=view.order_of)  # each node decides alone: any fixed order
     assigned: dict[int, str] = {}
     for node_id in node_ids:  # 1. layering annotations
         annotation = get_metadata(view.node(node_id), LAYER_ANNOTATION_KEY)

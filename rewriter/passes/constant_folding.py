@@ -123,12 +123,8 @@ def _foldable_nodes(view: GraphView, changed: list[NodeId] | None = None) -> lis
     them, or those reachable from ``changed`` through foldable nodes."""
     constant_values: set[str] = set()
     chosen: dict[NodeId, None] = {}
-    if changed is None:
-        for node_id in view.topological_ids():
-            if _foldable(view, node_id, constant_values):
-                chosen[node_id] = None
-                constant_values.update(o for o in view.node(node_id).output if o)
-        return list(chosen)
+    if changed is None:  # what reads a constant starts every constant computation
+        changed = [c for name in view.constant_values() for c, _ in view.consumer_slots(name)]
     queue = list(changed)
     while queue:
         node_id = queue.pop()
