@@ -204,6 +204,16 @@ def _compile_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
 
 
 def _compile_compare(ops: tuple[str, ...], operands: list[Compiled]) -> Compiled:
+    if len(ops) == 1:  # the usual `a == b`
+        (op,), (first, second) = ops, operands
+
+        def compare_two(env: Env) -> bool:
+            left, right = first(env), second(env)
+            if left is not None and right is not None:  # `x == none` asks presence only
+                graph = env.graph
+                left, right = materialize(graph, left), materialize(graph, right)
+            return _compare(op, left, right)
+        return compare_two
     pairs = list(zip(ops, range(len(ops))))
 
     def compare(env: Env) -> bool:
@@ -258,6 +268,9 @@ def _compile_call(expr: A.Call) -> Compiled:
         return unknown
     args = [_compile(a) for a in expr.args]
     impl, what = fn.impl, f"argument of {fn.name}()"
+    if fn.graph and len(args) == 1:  # rank(x), shape(x), const(x)...
+        (only,) = args
+        return lambda env: impl(env.graph, only(env))
     if fn.graph:
         return lambda env: impl(env.graph, *[a(env) for a in args])
     return lambda env: impl(*[materialize(env.graph, a(env), what) for a in args])

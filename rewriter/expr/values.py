@@ -6,7 +6,6 @@ constant contents.  A failed evaluation is a reason a match is refused, never a 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -17,11 +16,23 @@ class EvalFailure(Exception):
     """An expression could not be evaluated for this match (not constant, unknown shape...)."""
 
 
-@dataclass(frozen=True)
 class Ref:
-    """A value of the graph, by name."""
+    """A value of the graph, by name.  (A plain slotted class: matching creates one per
+    variable lookup, a frozen dataclass cost three times as much.)"""
 
-    name: str
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Ref and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("Ref", self.name))
+
+    def __repr__(self) -> str:
+        return f"Ref(name={self.name!r})"
 
 
 class GraphFacts(Protocol):

@@ -15,7 +15,7 @@ from typing import Iterator
 import numpy as np
 
 from ..dsl import ast as A
-from ..dsl.schemas import attribute_default, is_commutative, normalize_domain
+from ..dsl.schemas import attribute_default, is_commutative
 from ..expr.dtypes import DTYPES
 from ..expr.evaluate import EVAL_ERRORS, as_failure, compile_expr, truth
 from ..expr.functions import CONSTANTS
@@ -325,7 +325,8 @@ class Matcher:
                     state: _State, depth: int) -> Iterator[None]:
         view = self.view
         proto = view.node(node_id)
-        if proto.op_type != alt.op or normalize_domain(proto.domain) != alt.domain:
+        key = view.node_key(node_id)
+        if key[1] != alt.op or key[0] != alt.domain:
             self._fail(depth, f"{proto.op_type} is not {alt.op}", state)
             return
         mark = state.mark()
