@@ -95,9 +95,15 @@ def _compare(op: str, left: object, right: object) -> object:
 
 def evaluate(expr: A.Expr, env: Env) -> object:
     """Value of ``expr`` under ``env``; raises ``EvalFailure`` when it cannot be computed."""
+    with np.errstate(all="ignore"):
+        return evaluate_quietly(expr, env)
+
+
+def evaluate_quietly(expr: A.Expr, env: Env) -> object:
+    """``evaluate`` for callers that already silenced numpy's floating-point errors once
+    for many evaluations (the level runner does, for matching and rewriting)."""
     try:
-        with np.errstate(all="ignore"):
-            return compile_expr(expr)(env)
+        return compile_expr(expr)(env)
     except EVAL_ERRORS as err:
         raise as_failure(err) from None
 

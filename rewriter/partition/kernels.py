@@ -87,9 +87,8 @@ def _type_string(type_proto: TypeProto | None) -> str | None:
     if type_proto is None:
         return None
     which = type_proto.WhichOneof("value")
-    if which == "tensor_type" and type_proto.tensor_type.elem_type:
-        name = _ONNX_TYPE_NAMES.get(type_proto.tensor_type.elem_type)
-        return None if name is None else f"tensor({name})"
+    if which == "tensor_type":
+        return _TENSOR_TYPE_STRINGS.get(type_proto.tensor_type.elem_type)
     if which == "sequence_type":
         inner = _type_string(type_proto.sequence_type.elem_type)
         return None if inner is None else f"seq({inner})"
@@ -102,6 +101,7 @@ _ONNX_TYPE_NAMES = {
     16: "bfloat16", 17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2",
     20: "float8e5m2fnuz", 21: "uint4", 22: "int4",
 }
+_TENSOR_TYPE_STRINGS = {elem: f"tensor({name})" for elem, name in _ONNX_TYPE_NAMES.items()}
 
 
 def _actual_types(view: GraphView, proto, info: OpInfo) -> dict[str, set[str]]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from onnx import NodeProto
 
 from ..graph.model import ModelState
-from ..graph.view import subgraphs_of
+from ..graph.view import has_subgraphs, subgraphs_of
 from ..rewrite.propagation import (EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY, get_metadata,
                                    set_metadata)
 from .kernels import KernelTable, kernel_table
@@ -49,6 +49,8 @@ def _clear_annotation(node: NodeProto) -> None:
     """Remove ``layer_ann`` from a node and every node of its subgraphs."""
     if get_metadata(node, LAYER_ANNOTATION_KEY) is not None:
         set_metadata(node, LAYER_ANNOTATION_KEY, None)
+    if not has_subgraphs(node):
+        return
     for sub in subgraphs_of(node):
         for inner in sub.node:
             _clear_annotation(inner)

@@ -21,7 +21,7 @@ from onnx import AttributeProto, NodeProto, TensorProto, helper, numpy_helper
 
 from ..dsl import ast as A
 from ..dsl.schemas import attribute_type, find_schema, known_domains, normalize_domain
-from ..expr.evaluate import evaluate
+from ..expr.evaluate import evaluate_quietly as evaluate  # the level runner sets errstate
 from ..expr.values import EvalFailure, Ref
 from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId

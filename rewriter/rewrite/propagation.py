@@ -21,14 +21,18 @@ def get_metadata(node: NodeProto, key: str) -> str | None:
 
 
 def set_metadata(node: NodeProto, key: str, value: str | None) -> None:
-    """Set (or, with None, remove) one metadata entry, keeping the others in order."""
-    kept = [(e.key, e.value) for e in node.metadata_props if e.key != key]
-    del node.metadata_props[:]
-    for k, v in kept:
-        entry = node.metadata_props.add()
-        entry.key, entry.value = k, v
-    if value is not None:
-        entry = node.metadata_props.add()
+    """Set (or, with None, remove) one metadata entry in place, the others kept in order
+    (and any repeated entry of the key dropped)."""
+    props = node.metadata_props
+    places = [i for i, entry in enumerate(props) if entry.key == key]
+    for i in reversed(places if value is None else places[1:]):
+        del props[i]
+    if value is None:
+        return
+    if places:
+        props[places[0]].value = value
+    else:
+        entry = props.add()
         entry.key, entry.value = key, value
 
 
