@@ -13,7 +13,7 @@ from onnx import FunctionProto, GraphProto, ModelProto, TensorProto, ValueInfoPr
 from ..dsl.schemas import find_schema, latest_opset, normalize_domain
 from ..errors import ModelError
 from .types import infer_model_types
-from .view import GraphView
+from .view import GraphView, has_subgraphs, subgraphs_of
 
 
 def _all_value_names(graph: GraphProto, names: set[str]) -> set[str]:
@@ -23,13 +23,6 @@ def _all_value_names(graph: GraphProto, names: set[str]) -> set[str]:
     for node in graph.node:
         names.update(node.output)
         names.update(node.input)
-    return _subgraph_value_names(graph, names)
-
-
-def _subgraph_value_names(graph: GraphProto, names: set[str]) -> set[str]:
-    """The value names inside a graph's subgraphs (the view collects the graph's own)."""
-    from .view import has_subgraphs, subgraphs_of
-    for node in graph.node:
         if has_subgraphs(node):
             for sub in subgraphs_of(node):
                 _all_value_names(sub, names)
@@ -131,10 +124,13 @@ class ModelState:
         _check_versions(model, self.opsets)
         types = infer_model_types(model)
         try:
-            self.view = GraphView(model.graph, self.opsets, types,
-                                  reserved_names=_subgraph_value_names(model.graph, set()))
+            self.view = GraphView(model.graph, self.opsets, types)
         except ValueError as err:
             raise ModelError(f"malformed graph: {err}") from None
+        view = self.view
+        for node_id in view.nodes_with_subgraphs():  # fresh names avoid the inner ones too
+            for sub in subgraphs_of(view.node(node_id)):
+                _all_value_names(sub, view.value_names)
         self._validate()
         self.added_domains: dict[str, int] = {}
         self.functions = [FunctionProto() for _ in model.functions]  # optimized copies
@@ -364,8 +360,6 @@ class FunctionState:
 
 
 def _subgraph_states(root: "ModelState", view: GraphView, visible: set[str]):
-    from .view import subgraphs_of
-
     for node_id in view.nodes_with_subgraphs():
         for graph in subgraphs_of(view.node(node_id)):
             yield SubgraphState(root, graph, set(visible))

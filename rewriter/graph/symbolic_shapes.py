@@ -13,6 +13,8 @@ a few rounds at most.  Dims nobody can name stay as inference left them.
 """
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 from onnx import NodeProto, TensorProto, TypeProto, helper, numpy_helper
 
@@ -55,9 +57,16 @@ class _ModelFacts:
     def __init__(self, nodes: list[NodeProto], initializers: list[TensorProto],
                  types: dict[str, TypeProto]) -> None:
         self.types = types
-        self.producers: dict[str, NodeProto] = {o: n for n in nodes for o in n.output if o}
-        self.small = {t.name: t for t in initializers if t.data_type in (6, 7) and len(t.dims) <= 1}
+        self._nodes, self._initializers = nodes, initializers
         self._cache: dict[str, np.ndarray | None] = {}
+
+    @cached_property
+    def producers(self) -> dict[str, NodeProto]:  # built when a shape is first traced
+        return {o: n for n in self._nodes for o in n.output if o}
+
+    @cached_property
+    def small(self) -> dict[str, TensorProto]:
+        return {t.name: t for t in self._initializers if t.data_type in (6, 7) and len(t.dims) <= 1}
 
     def constant(self, value: str) -> np.ndarray | None:
         if value not in self._cache:

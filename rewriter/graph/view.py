@@ -44,7 +44,10 @@ _GRAPH_ATTRIBUTES = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
 def has_subgraphs(node: NodeProto) -> bool:
     """Whether the node holds a graph attribute (If, Loop, Scan...): cheaper than asking
     ``subgraphs_of`` for the first one."""
-    for attr in node.attribute:
+    attributes = node.attribute
+    if not attributes:
+        return False
+    for attr in attributes:
         if attr.type in _GRAPH_ATTRIBUTES:
             return True
     return False
