@@ -509,8 +509,8 @@ class GraphView:
 
     def has_incomplete_types(self) -> bool:
         """Whether some known tensor type is incomplete: only then can re-inference tell more."""
-        types = self.types
-        return any(self.is_incomplete(name) for name, t in types.items() if t.HasField("tensor_type"))
+        incomplete = self.is_incomplete  # (non-tensor types count as complete)
+        return any(incomplete(name) for name in self.types)
 
     def elem_type(self, value: str) -> int | None:
         return T.elem_type_of(self.type_of(value))

@@ -193,10 +193,11 @@ class Rewriter:
             outputs.pop()
         root = self.view.node(match.root)
         base = root.name or rule.name
-        node = helper.make_node(op, inputs, outputs,
-                                name=self.view.fresh_node_name(f"{base}/{rule.name}"),
-                                domain=domain or None)
-        node.attribute.extend(self._attributes(call, domain, op, env, match))
+        node = NodeProto(op_type=op, input=inputs, output=outputs,
+                         name=self.view.fresh_node_name(f"{base}/{rule.name}"),
+                         attribute=self._attributes(call, domain, op, env, match))
+        if domain:
+            node.domain = domain
         self._validate(node, domain)
         inherit_placement(root, node)
         if self.check_node is not None:
