@@ -219,10 +219,10 @@ class Matcher:
                 neighborhood: Neighborhood | None = None) -> Iterator[Match]:
         """Every instance of ``compiled`` whose root node is ``root`` (lazily).
 
-        ``neighborhood`` (of ``root``) may be given when several rules are tried at one
-        root: their root checks then share it."""
+        A caller trying several rules at one root passes the ``neighborhood`` it checked
+        them with (``root_checks_hold``): the root checks are then not repeated."""
         self.last_failure = None
-        if not self.root_checks_hold(compiled, neighborhood or self.neighborhood(root)):
+        if neighborhood is None and not self.root_checks_hold(compiled, self.neighborhood(root)):
             return
         state = _State(self.view, compiled)
         budget = [self.max_attempts]

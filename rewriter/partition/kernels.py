@@ -63,8 +63,8 @@ class KernelTable:
             return False
         type_of = view.type_of
         key = (domain, proto.op_type, view.opset(domain),
-               tuple(_type_string(type_of(n)) if n else "" for n in proto.input),
-               tuple(_type_string(type_of(n)) if n else "" for n in proto.output))
+               tuple([_type_string(type_of(n)) if n else "" for n in proto.input]),
+               tuple([_type_string(type_of(n)) if n else "" for n in proto.output]))
         answer = self._answers.get(key)
         if answer is None:
             answer = self._answers[key] = self._supports(view, proto, domain, kernels)
