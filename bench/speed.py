@@ -6,9 +6,9 @@
 Per model: our ``optimize`` (median of --repeat runs on the in-memory model; loading and
 saving excluded and reported separately), ONNX Runtime's optimizer (session creation at
 the level minus session creation with all optimizations off), and — when installed —
-onnxscript's ``optimize_for_ort`` and onnxruntime.transformers' ``optimize_model``.
-Prints times, ratios ours/peer, our peak Python memory (tracemalloc) and our per-phase
-split.  Install the optional peers with ``pip install onnxscript`` (transformers'
+onnxscript's ``optimize_for_ort`` and onnxruntime.transformers' ``optimize_model``, all
+sampled in interleaved rounds.  Prints times (medians), ratios ours/peer, our peak Python
+memory (tracemalloc) and our per-phase split (medians of the same runs).  Install the optional peers with ``pip install onnxscript`` (transformers'
 optimizer ships with onnxruntime but needs ``sympy`` and ``packaging``).
 """
 from __future__ import annotations
@@ -37,28 +37,25 @@ ORT_LEVELS = {"basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
               "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}
 
 
-def median_seconds(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def seconds(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
-def ort_seconds(model_bytes: bytes, level: str, repeat: int) -> float:
+def ort_runs(model_bytes: bytes, level: str):
+    """(optimizing session, plain session) factories: ONNX Runtime's optimizer time is the
+    difference of their creation times."""
     def session(opt_level):
         options = ort.SessionOptions()
         options.graph_optimization_level = opt_level
         options.log_severity_level = 4
         return lambda: ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
 
-    with_opt = median_seconds(session(ORT_LEVELS[level]), repeat)
-    without = median_seconds(session(ort.GraphOptimizationLevel.ORT_DISABLE_ALL), repeat)
-    return max(with_opt - without, 1e-6)
+    return session(ORT_LEVELS[level]), session(ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
 
 
-def onnxscript_seconds(model: onnx.ModelProto, repeat: int) -> float | None:
+def onnxscript_run(model: onnx.ModelProto):
     try:
         from onnxscript import ir
         from onnxscript.rewriter.ort_fusions import optimize_for_ort
@@ -68,13 +65,10 @@ def onnxscript_seconds(model: onnx.ModelProto, repeat: int) -> float | None:
     def run():
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
             optimize_for_ort(ir.serde.deserialize_model(model))
-    try:
-        return median_seconds(run, repeat)
-    except Exception:
-        return None
+    return _working(run)
 
 
-def transformers_seconds(path: Path, repeat: int) -> float | None:
+def transformers_run(path: Path):
     try:
         from onnxruntime.transformers.optimizer import optimize_model
     except Exception:
@@ -83,13 +77,22 @@ def transformers_seconds(path: Path, repeat: int) -> float | None:
     def run():
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
             optimize_model(str(path), model_type="bert", opt_level=0)
+    return _working(run)
+
+
+def _working(run):
+    """``run`` if it works on this model (a peer may refuse it), else None."""
     try:
-        return median_seconds(run, repeat)
+        run()
     except Exception:
         return None
+    return run
 
 
 def measure(name: str, model: onnx.ModelProto, level: str, repeat: int, peers: bool) -> dict:
+    """Time every contender in interleaved rounds (ours, ORT optimized, ORT plain, the
+    peers, then again): this machine's speed drifts by up to 1.5x within minutes, and
+    interleaving lets each ratio compare runs made under the same conditions."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model.onnx"
         start = time.perf_counter()
@@ -98,19 +101,35 @@ def measure(name: str, model: onnx.ModelProto, level: str, repeat: int, peers: b
         start = time.perf_counter()
         model = onnx.load(str(path))
         load_s = time.perf_counter() - start
-        rewriter.optimize(model, level=level)  # warm: rules parsed once per process
-        ours = median_seconds(lambda: rewriter.optimize(model, level=level), repeat)
-        result = rewriter.optimize(model, level=level)  # its phases: an untraced run
+        result = rewriter.optimize(model, level=level)  # warm: rules parsed once per process
+        ort_opt, ort_plain = ort_runs(model.SerializeToString(), level)
+        contenders = {"ours": lambda: rewriter.optimize(model, level=level),
+                      "ort_opt": ort_opt, "ort_plain": ort_plain}
+        if peers:
+            contenders["onnxscript"] = onnxscript_run(model)
+            contenders["transformers"] = transformers_run(path)
+        samples: dict[str, list[float]] = {k: [] for k, fn in contenders.items() if fn is not None}
+        phase_samples: list[dict[str, float]] = []
+        for _ in range(repeat):
+            for key in samples:
+                if key == "ours":  # its phases come from the same runs
+                    start = time.perf_counter()
+                    result = rewriter.optimize(model, level=level)
+                    samples[key].append(time.perf_counter() - start)
+                    phase_samples.append(result.report.seconds)
+                else:
+                    samples[key].append(seconds(contenders[key]))
+        median = {k: statistics.median(v) for k, v in samples.items()}
         tracemalloc.start()
         rewriter.optimize(model, level=level)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
+        phases = {k: statistics.median(p[k] for p in phase_samples) for k in phase_samples[0]}
         row = {"model": name, "nodes": len(model.graph.node), "after": result.report.nodes_after,
-               "ours": ours, "load": load_s, "save": save_s, "peak_mb": peak / 2**20,
-               "phases": result.report.seconds,
-               "ort": ort_seconds(model.SerializeToString(), level, repeat)}
-        row["onnxscript"] = onnxscript_seconds(model, repeat) if peers else None
-        row["transformers"] = transformers_seconds(path, repeat) if peers else None
+               "ours": median["ours"], "load": load_s, "save": save_s, "peak_mb": peak / 2**20,
+               "phases": phases,
+               "ort": max(median["ort_opt"] - median["ort_plain"], 1e-6),
+               "onnxscript": median.get("onnxscript"), "transformers": median.get("transformers")}
     return row
 
 

@@ -90,25 +90,29 @@ def _check_node_schema(proto: onnx.NodeProto, opsets: dict[str, int]) -> None:
     domain = normalize_domain(proto.domain)
     if domain not in ("", "ai.onnx.ml"):
         return  # contrib and custom ops: kept as they are
-    label = f"node '{proto.name or proto.op_type}'"
     version = opsets.get(domain)
     if version is None:
-        raise ModelError(f"malformed graph: {label} uses domain {domain}, which the model does not import")
+        raise ModelError(f"malformed graph: {_label(proto)} uses domain {domain}, which the model does not import")
     info = find_schema(domain, proto.op_type, version)
     if info is None:
-        raise ModelError(f"malformed graph: {label} is {proto.op_type}, which "
+        raise ModelError(f"malformed graph: {_label(proto)} is {proto.op_type}, which "
                          f"{domain or 'ai.onnx'} opset {version} does not define")
     inputs = list(proto.input)
     while inputs and not inputs[-1]:
         inputs.pop()
     if not info.min_inputs <= len(inputs) <= info.max_inputs and not (
             len(inputs) < info.min_inputs and len(proto.input) >= info.min_inputs):
-        raise ModelError(f"malformed graph: {label} ({proto.op_type}) has {len(inputs)} inputs, "
+        raise ModelError(f"malformed graph: {_label(proto)} ({proto.op_type}) has {len(inputs)} inputs, "
                          f"opset {version} takes {info.min_inputs} to {info.max_inputs}")
-    for index, name in enumerate(proto.input):
-        if not name and index < len(info.required_inputs) and info.required_inputs[index]:
-            raise ModelError(f"malformed graph: {label} ({proto.op_type}) leaves its required "
-                             f"input {index} empty")
+    if "" in proto.input:
+        for index, name in enumerate(proto.input):
+            if not name and index < len(info.required_inputs) and info.required_inputs[index]:
+                raise ModelError(f"malformed graph: {_label(proto)} ({proto.op_type}) leaves its "
+                                 f"required input {index} empty")
+
+
+def _label(proto: onnx.NodeProto) -> str:
+    return f"node '{proto.name or proto.op_type}'"
 
 
 class ModelState:
@@ -152,6 +156,8 @@ class ModelState:
             if proto.name and proto.name in names:  # onnxruntime refuses such a graph
                 raise ModelError(f"malformed graph: two nodes are named '{proto.name}'")
             names.add(proto.name)
+            if view.loaded_in_order:
+                continue  # every input was produced by then
             for name in proto.input:
                 if name and not view.has_value(name):
                     raise ModelError(f"malformed graph: node '{proto.name or proto.op_type}' reads "
