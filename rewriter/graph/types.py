@@ -61,6 +61,10 @@ def _with_stand_ins(graph, nodes, initializers) -> list[TensorProto]:
     """Append ``nodes`` to ``graph``, contrib ops as their standard stand-ins (see
     stand_ins.py), which read the types ``graph``'s inputs and value_info declare;
     returns the stub initializers the stand-ins read."""
+    nodes = list(nodes)
+    if all(node.domain in ("", "ai.onnx") for node in nodes):
+        graph.node.extend(nodes)  # nothing to stand in for: one bulk copy
+        return []
     declared = {t.name: (t.data_type, list(t.dims)) for t in initializers}
     for vi in (*graph.input, *graph.value_info):
         shape = shape_of(vi.type)

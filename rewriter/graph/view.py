@@ -92,6 +92,24 @@ def _implicit_inputs(node: NodeProto) -> list[str]:
     return list(names)
 
 
+def _add_edges(graph: nx.MultiDiGraph, edges: list[tuple]) -> None:
+    """``graph.add_edges_from(edges)`` for (u, v, key, data) edges between existing nodes,
+    written into NetworkX's adjacency dicts directly: the public call goes through
+    ``add_edge`` and two view lookups per edge, a third of building a large view.  Falls
+    back to it if NetworkX's layout is not the one this was written for (3.x)."""
+    succ, pred = getattr(graph, "_succ", None), getattr(graph, "_pred", None)
+    clear_cache = getattr(nx, "_clear_cache", None)
+    if not isinstance(succ, dict) or not isinstance(pred, dict) or clear_cache is None:
+        graph.add_edges_from(edges)
+        return
+    for u, v, key, data in edges:
+        keydict = succ[u].get(v)
+        if keydict is None:
+            keydict = succ[u][v] = pred[v][u] = graph.edge_key_dict_factory()
+        keydict[key] = graph.edge_attr_dict_factory(data)
+    clear_cache(graph)
+
+
 def _rename_in_subgraph(graph: GraphProto, old: str, new: str) -> None:
     for inner in graph.node:
         for i, name in enumerate(inner.input):
@@ -159,7 +177,7 @@ class GraphView:
             copy.CopyFrom(proto)
             self.add_node(copy, (index, 0))
         self.nx.add_nodes_from(self._pending_nodes)
-        self.nx.add_edges_from(self._pending_edges)
+        _add_edges(self.nx, self._pending_edges)
         self._pending_edges = self._pending_nodes = None
         self.changes.clear()
 
@@ -312,13 +330,18 @@ class GraphView:
             self._add_source(("init", new))
         else:
             raise ValueError(f"cannot rename {producer[0]} value '{old}'")
-        self._consumers.setdefault(new, {})
         if old in self.types:
             self.types[new] = self.types.pop(old)
         if old in self._const_cache:
             self._const_cache[new] = self._const_cache.pop(old)
         self.value_names.add(new)
-        touched = self.replace_uses(old, new)
+        # nodes that already read ``new`` (its producer was just removed) connect to this one
+        source, out_slot = self._producer[new]
+        readers = list(self._consumers.setdefault(new, {}))
+        for consumer, in_slot in readers:
+            self._add_edge(source, consumer, in_slot, new, out_slot)
+            self.changes.append(consumer)
+        touched = [c for c, _ in readers] + self.replace_uses(old, new)
         self._consumers.pop(old, None)
         return touched
 
@@ -639,6 +662,32 @@ class GraphView:
                         return False
             placed.add(node_id)
         return True
+
+    def check_consistency(self) -> None:
+        """Engine self-check (tests run it after every level): the NetworkX graph and the
+        indexes describe exactly the edges the node protos define.  Raises AssertionError."""
+        expected_edges, expected_readers = set(), {}
+        for node_id, proto in self._nodes.items():
+            reads = [(slot, name) for slot, name in enumerate(proto.input) if name]
+            reads += [(f"implicit:{name}", name) for name in self._implicit.get(node_id, ())]
+            for slot, name in reads:
+                expected_readers.setdefault(name, set()).add((node_id, slot))
+                entry = self._producer.get(name)
+                if entry is not None:
+                    expected_edges.add((entry[0], node_id, slot, name, entry[1]))
+        actual_edges = {(u, v, k, d["value"], d["out_slot"]) for u, v, k, d in self.nx.edges(keys=True, data=True)}
+        assert actual_edges == expected_edges, (
+            f"nx edges out of sync: missing {sorted(map(str, expected_edges - actual_edges))[:3]}, "
+            f"extra {sorted(map(str, actual_edges - expected_edges))[:3]}")
+        sources = {entry[0] for entry in self._producer.values() if not isinstance(entry[0], int)}
+        assert set(self.nx.nodes) == set(self._nodes) | sources, "nx nodes out of sync"
+        actual_readers = {name: set(readers) for name, readers in self._consumers.items() if readers}
+        assert actual_readers == expected_readers, "consumer index out of sync"
+        for node_id, proto in self._nodes.items():
+            assert self._keys[node_id] == (normalize_domain(proto.domain), proto.op_type)
+            assert node_id in self._by_op[self._keys[node_id]]
+            for slot, out in enumerate(proto.output):
+                assert not out or self._producer.get(out) == (node_id, slot), f"producer of '{out}'"
 
     def changed_since(self, position: int) -> list[NodeId]:
         """Live nodes recorded in ``changes`` from ``position`` on, each once, in order."""

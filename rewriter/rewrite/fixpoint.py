@@ -30,8 +30,9 @@ from .propagation import annotation_of, provider_of
 MAX_ROUNDS = 16
 MAX_REFUSALS_PER_ROOT = 16
 
-# Engine self-check for tests: after each level, sweep the whole graph once more and fail
-# if any rule still applies or a built-in still finds work (the worklist missed a root).
+# Engine self-check for tests: after each level, check the view's NetworkX graph and indexes
+# against the node protos, then sweep the whole graph once more and fail if any rule still
+# applies or a built-in still finds work (the worklist missed a root).
 check_fixpoint = False
 
 
@@ -141,6 +142,7 @@ class LevelRunner:
             if not applied:
                 break
         if check_fixpoint:
+            view.check_consistency()
             self._check_fixpoint(view)
         return self.stats
 
