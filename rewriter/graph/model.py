@@ -136,6 +136,7 @@ class ModelState:
             for sub in subgraphs_of(view.node(node_id)):
                 _all_value_names(sub, view.value_names)
         self._validate()
+        self._inferred_at = 0  # position in view.changes the types reflect
         self.added_domains: dict[str, int] = {}
         self.functions = [FunctionProto() for _ in model.functions]  # optimized copies
         for copy, function in zip(self.functions, model.functions):
@@ -190,13 +191,16 @@ class ModelState:
         """Re-infer value types on the current graph (after folding resolved shapes, after
         rewrites that made computed shapes readable); returns how many improved.
 
-        Only the nodes with an incomplete output are re-inferred (a complete type cannot
-        improve), with the shape arithmetic feeding them; what they read from outside is
-        declared with the types known now."""
+        Only nodes changed since the last inference and what they feed are re-inferred
+        (nothing else can tell more than it did), and of those only the ones with an
+        incomplete output (a complete type cannot improve), with the shape arithmetic
+        feeding them; what they read from outside is declared with the types known now."""
         from .types import light_model, refine_symbolic_dims, refine_types
 
         view = self.view
-        region = _incomplete_region(view)
+        changed = view.changed_since(self._inferred_at)
+        self._inferred_at = len(view.changes)
+        region = _incomplete_region(view, changed)
         if not region:
             return 0
         nodes = [view.node(n) for n in view.topological_ids(region)]
@@ -237,12 +241,26 @@ class ModelState:
 _SHAPE_TYPES = (TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL)  # bool: Where(Equal(s, -1), ..)
 
 
-def _incomplete_region(view: GraphView) -> set[int]:
-    """Nodes with an output whose type is missing or has unnamed dims, plus the shape
-    arithmetic they read (nodes computing int or bool tensors of rank <= 1), transitively:
-    data propagation and ``dims()`` read the shapes those compute."""
+def _incomplete_region(view: GraphView, changed: list[int]) -> set[int]:
+    """The ``changed`` nodes and those downstream of them with an output whose type is
+    missing or has unnamed dims, plus the shape arithmetic they read (nodes computing int
+    or bool tensors of rank <= 1), transitively: data propagation and ``dims()`` read the
+    shapes those compute."""
     incomplete = view.is_incomplete
-    region = {n for n in view.node_ids() if any(o and incomplete(o) for o in view.node(n).output)}
+    region: set[int] = set()
+    passed: set[int] = set()
+    stack = list(changed)
+    while stack:  # down from the changes, through incomplete types and shape arithmetic
+        node_id = stack.pop()
+        if node_id in passed:
+            continue
+        passed.add(node_id)
+        outputs = [o for o in view.node(node_id).output if o]
+        if any(incomplete(o) for o in outputs):
+            region.add(node_id)
+        elif not any(_is_shape_like(view, o) for o in outputs):
+            continue  # (a shape's values may have changed with complete types: go on)
+        stack.extend(view.downstream(node_id))
     stack = list(region)
     while stack:
         for value in view.node(stack.pop()).input:
@@ -251,11 +269,15 @@ def _incomplete_region(view: GraphView) -> set[int]:
                 continue
             if view.node_key(producer)[0]:
                 continue  # shape arithmetic is standard ops
-            shape = view.shape(value)
-            if view.elem_type(value) in _SHAPE_TYPES and shape is not None and len(shape) <= 1:
+            if _is_shape_like(view, value):
                 region.add(producer)
                 stack.append(producer)
     return region
+
+
+def _is_shape_like(view: GraphView, value: str) -> bool:
+    shape = view.shape(value)
+    return shape is not None and len(shape) <= 1 and view.elem_type(value) in _SHAPE_TYPES
 
 
 def write_graph(src: GraphProto, view: GraphView) -> GraphProto:
