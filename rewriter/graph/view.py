@@ -143,6 +143,7 @@ class GraphView:
         self._const_cache: dict[str, np.ndarray] = {}
         self._shapes: dict[str, tuple] = {}  # value -> (its TypeProto, dims read from it)
         self._incomplete: dict[str, tuple] = {}  # value -> (its TypeProto, is_incomplete)
+        self._attributes: dict[NodeId, dict[str, object]] = {}  # node -> attribute values
         self.types: dict[str, TypeProto] = dict(types or {})
         self._inferred_nodes: set[NodeId] = set()
         # nodes created or whose inputs changed (new producer, new value), in order; passes
@@ -271,6 +272,7 @@ class GraphView:
         self._by_op[self._keys.pop(node_id)].pop(node_id, None)
         del self._order[node_id]
         self._with_subgraphs.pop(node_id, None)
+        self._attributes.pop(node_id, None)
         self._inferred_nodes.discard(node_id)
         return proto
 
@@ -564,10 +566,12 @@ class GraphView:
     def attribute(self, node_id: NodeId, name: str) -> object:
         """A node attribute as a Python value (None when absent; no schema default;
         ``FUNCTION_ATTRIBUTE`` inside a function body when it names the caller's attribute)."""
-        for attr in self._nodes[node_id].attribute:
-            if attr.name == name:
-                return FUNCTION_ATTRIBUTE if attr.ref_attr_name else attribute_value(attr)
-        return None
+        values = self._attributes.get(node_id)
+        if values is None:  # read once per node: several rules ask for the same attributes
+            values = self._attributes[node_id] = {
+                attr.name: FUNCTION_ATTRIBUTE if attr.ref_attr_name else attribute_value(attr)
+                for attr in self._nodes[node_id].attribute}
+        return values.get(name)
 
     def upstream(self, node_id: NodeId) -> Iterator[NodeId]:
         """Producers of the node's inputs (subgraph reads included)."""

@@ -9,7 +9,9 @@ are bound.  Matches are produced lazily; the deepest failure is kept for ``expla
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterator
 
 import numpy as np
@@ -130,7 +132,7 @@ def values_equal(a: object, b: object) -> bool:
         return a == b  # ints and strings (perm, axes): no arrays needed
     if isinstance(a, float) or isinstance(b, float):
         try:
-            return bool(np.isclose(float(a), float(b), rtol=1e-6, atol=0.0))
+            return _isclose(float(a), float(b), rtol=1e-6, atol=0.0)
         except (TypeError, ValueError):
             return False
     if isinstance(a, (list, tuple, np.ndarray)) or isinstance(b, (list, tuple, np.ndarray)):
@@ -161,12 +163,27 @@ def literal_matches(array: np.ndarray | None, literal: A.Literal) -> bool:
         return False
     if literal.approx:
         rtol = _APPROX_RTOL.get(array.dtype, _DEFAULT_APPROX_RTOL)
-        return bool(np.isclose(float(actual), float(literal.value), rtol=rtol, atol=1e-6))
+        return _isclose(float(actual), float(literal.value), rtol=rtol, atol=1e-6)
     if array.dtype.kind in "iu":
         return float(literal.value).is_integer() and int(actual) == int(literal.value)
-    with np.errstate(all="ignore"):  # a float literal as the constant's dtype stores it
-        stored = np.asarray(literal.value).astype(array.dtype)
-    return bool(actual == stored)
+    return bool(actual == _stored(literal.value, array.dtype))
+
+
+@lru_cache(maxsize=1024)
+def _stored(value: float, dtype: np.dtype) -> np.generic:
+    """A float literal as a constant of ``dtype`` stores it."""
+    with np.errstate(all="ignore"):
+        return np.asarray(value).astype(dtype)[()]
+
+
+def _isclose(a: float, b: float, rtol: float, atol: float) -> bool:
+    """``np.isclose`` for two Python floats (infinities equal only to themselves, NaN to
+    nothing), without numpy's per-call cost."""
+    if a == b:
+        return True
+    if math.isinf(a) or math.isinf(b) or math.isnan(a) or math.isnan(b):
+        return False
+    return abs(a - b) <= atol + rtol * abs(b)
 
 
 class Neighborhood:

@@ -160,16 +160,19 @@ def _eliminate_among(view: GraphView, changed: list[NodeId]) -> int:
         for node_id in queue:
             if not view.has_node(node_id):
                 continue
-            key = keys.key(node_id)
-            if key is None:
-                continue
             inputs = [i for i in view.node(node_id).input if i]
             if not inputs:
                 continue
             # a duplicate reads every input too: look among the readers of the rarest one
+            # with the same op (most nodes have none: then no key is computed)
             rarest = min(inputs, key=view.consumer_count)
-            for other in dict.fromkeys(c for c, _ in view.consumers(rarest)):
-                if other != node_id and view.has_node(other) and keys.key(other) == key:
+            op = view.node_key(node_id)
+            others = [c for c, _ in view.consumers(rarest) if c != node_id and view.node_key(c) == op]
+            key = keys.key(node_id) if others else None
+            if key is None:
+                continue
+            for other in dict.fromkeys(others):
+                if view.has_node(other) and keys.key(other) == key:
                     first, duplicate = sorted((node_id, other), key=view.order_of)
                     removed += _merge(view, duplicate, first)
                     break
