@@ -234,7 +234,7 @@ class ModelState:
         if hasattr(source, "training_info"):
             model.training_info.extend(source.training_info)
 
-        model.graph.CopyFrom(write_graph(source.graph, view))
+        write_graph(source.graph, view, model.graph)  # in place: no second copy of the graph
         return model
 
 
@@ -280,10 +280,11 @@ def _is_shape_like(view: GraphView, value: str) -> bool:
     return shape is not None and len(shape) <= 1 and view.elem_type(value) in _SHAPE_TYPES
 
 
-def write_graph(src: GraphProto, view: GraphView) -> GraphProto:
-    """A graph proto from ``view``, keeping ``src``'s name, docs, metadata, inputs/outputs
-    (order and names), sparse initializers and the value_info of values that still exist."""
-    graph = GraphProto()
+def write_graph(src: GraphProto, view: GraphView, graph: GraphProto | None = None) -> GraphProto:
+    """A graph proto from ``view`` (written into ``graph`` when given, which must be empty),
+    keeping ``src``'s name, docs, metadata, inputs/outputs (order and names), sparse
+    initializers and the value_info of values that still exist."""
+    graph = GraphProto() if graph is None else graph
     graph.name = src.name
     if src.HasField("doc_string"):
         graph.doc_string = src.doc_string

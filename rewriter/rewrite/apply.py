@@ -107,15 +107,15 @@ def make_attribute(name: str, value: object, attr_type: int | None) -> Attribute
         value = value.item()
     try:
         if attr_type == AttributeProto.INT:
-            return helper.make_attribute(name, int(value))
+            return AttributeProto(name=name, type=attr_type, i=int(value))
         if attr_type == AttributeProto.FLOAT:
-            return helper.make_attribute(name, float(value))
+            return AttributeProto(name=name, type=attr_type, f=float(value))
         if attr_type == AttributeProto.INTS:
-            return helper.make_attribute(name, [int(v) for v in value], attr_type=AttributeProto.INTS)
+            return AttributeProto(name=name, type=attr_type, ints=[int(v) for v in value])
         if attr_type == AttributeProto.FLOATS:
-            return helper.make_attribute(name, [float(v) for v in value], attr_type=AttributeProto.FLOATS)
+            return AttributeProto(name=name, type=attr_type, floats=[float(v) for v in value])
         if attr_type == AttributeProto.STRING:
-            return helper.make_attribute(name, str(value))
+            return AttributeProto(name=name, type=attr_type, s=str(value).encode("utf-8"))
         if attr_type == AttributeProto.TENSOR:
             return helper.make_attribute(name, to_tensor(value, ""))
         return helper.make_attribute(name, value)
