@@ -267,6 +267,7 @@ class Matcher:
 
     # --------------------------------------------------------------------- search
     def _fail(self, depth: int, reason: str, state: _State | None) -> None:
+        """Record why an attempt failed (callers format the reason only when recording)."""
         if not self.record_failures:
             return
         if self.last_failure is None or depth >= self.last_failure.depth:
@@ -321,7 +322,8 @@ class Matcher:
             try:
                 value = compile_expr(let.expr)(state)
             except EVAL_ERRORS as err:
-                self._fail(depth, f"let {let.name}: {as_failure(err)}", state)
+                if self.record_failures:
+                    self._fail(depth, f"let {let.name}: {as_failure(err)}", state)
                 return False
             if not state.unify_scalar(let.name, value):
                 return False
@@ -330,10 +332,12 @@ class Matcher:
             try:
                 ok = truth(compile_expr(where.expr)(state))
             except EVAL_ERRORS as err:
-                self._fail(depth, f"where (line {where.pos.line}): {as_failure(err)}", state)
+                if self.record_failures:
+                    self._fail(depth, f"where (line {where.pos.line}): {as_failure(err)}", state)
                 return False
             if not ok:
-                self._fail(depth, f"where (line {where.pos.line}) does not hold", state)
+                if self.record_failures:
+                    self._fail(depth, f"where (line {where.pos.line}) does not hold", state)
                 return False
         return True
 
@@ -344,7 +348,8 @@ class Matcher:
         proto = view.node(node_id)
         key = view.node_key(node_id)
         if key[1] != alt.op or key[0] != alt.domain:
-            self._fail(depth, f"{proto.op_type} is not {alt.op}", state)
+            if self.record_failures:
+                self._fail(depth, f"{proto.op_type} is not {alt.op}", state)
             return
         mark = state.mark()
         if not self._match_outputs(equation, proto, state) or \
@@ -386,23 +391,25 @@ class Matcher:
             if isinstance(expr, A.Name) and expr.id not in state.values:
                 if expr.id in state.scalars or not _is_constant_name(expr.id):
                     if not state.unify_scalar(expr.id, actual):
-                        self._fail(depth, f"attribute {pattern.name}={actual!r} differs", state)
+                        if self.record_failures:
+                            self._fail(depth, f"attribute {pattern.name}={actual!r} differs", state)
                         return False
                     continue
             try:
                 expected = compile_expr(expr)(state)
             except EVAL_ERRORS as err:
-                self._fail(depth, f"attribute {pattern.name}: {as_failure(err)}", state)
+                if self.record_failures:
+                    self._fail(depth, f"attribute {pattern.name}: {as_failure(err)}", state)
                 return False
             if not values_equal(actual, expected):
-                self._fail(depth, f"attribute {pattern.name}={actual!r}, wanted {expected!r}", state)
+                if self.record_failures:
+                    self._fail(depth, f"attribute {pattern.name}={actual!r}, wanted {expected!r}", state)
                 return False
         return True
 
     def _input_orders(self, alt: A.OpPattern, inputs: list[str]) -> Iterator[list[str]]:
         yield inputs
-        if len(inputs) >= 2 and is_commutative(alt.domain, alt.op) and \
-                not any(isinstance(a, A.RestArg) for a in alt.args):
+        if len(inputs) >= 2 and _reorderable(alt):
             if len(inputs) == 2:
                 if inputs[0] != inputs[1]:
                     yield [inputs[1], inputs[0]]
@@ -416,24 +423,28 @@ class Matcher:
         has_rest = bool(args) and isinstance(args[-1], A.RestArg)
         fixed = len(args) - (1 if has_rest else 0)
         if len(inputs) > fixed and not has_rest:
-            self._fail(depth, f"{alt.op} has {len(inputs)} inputs, pattern has {fixed}", state)
+            if self.record_failures:
+                self._fail(depth, f"{alt.op} has {len(inputs)} inputs, pattern has {fixed}", state)
             return False
         for i, arg in enumerate(args):
             value = inputs[i] if i < len(inputs) and inputs[i] else None
             if isinstance(arg, A.VarArg):
                 if value is None and not arg.optional:
-                    self._fail(depth, f"input {i} of {alt.op} is missing", state)
+                    if self.record_failures:
+                        self._fail(depth, f"input {i} of {alt.op} is missing", state)
                     return False
                 if not state.unify_value(arg.name, value):
-                    self._fail(depth, f"'{arg.name}' is bound to another value", state)
+                    if self.record_failures:
+                        self._fail(depth, f"'{arg.name}' is bound to another value", state)
                     return False
             elif isinstance(arg, A.AnyArg):
                 if value is None:
                     return False
             elif isinstance(arg, A.LiteralArg):
                 if value is None or not literal_matches(view.constant(value), arg.literal):
-                    self._fail(depth, f"input {i} of {alt.op} is not the constant "
-                                      f"{'~' if arg.literal.approx else ''}{arg.literal.value}", state)
+                    if self.record_failures:
+                        self._fail(depth, f"input {i} of {alt.op} is not the constant "
+                                          f"{'~' if arg.literal.approx else ''}{arg.literal.value}", state)
                     return False
                 if arg.bind and not state.unify_value(arg.bind, value):
                     return False
@@ -441,6 +452,19 @@ class Matcher:
                 if not state.unify_value(arg.name, [v for v in inputs[i:]]):
                     return False
         return True
+
+
+_REORDERABLE: dict[int, tuple[A.OpPattern, bool]] = {}
+
+
+def _reorderable(alt: A.OpPattern) -> bool:
+    """Whether operand orders are tried for this pattern node (a commutative op, no
+    ``*rest``); decided once per pattern node."""
+    entry = _REORDERABLE.get(id(alt))
+    if entry is None or entry[0] is not alt:
+        flag = is_commutative(alt.domain, alt.op) and not any(isinstance(a, A.RestArg) for a in alt.args)
+        entry = _REORDERABLE[id(alt)] = (alt, flag)
+    return entry[1]
 
 
 def _is_constant_name(name: str) -> bool:

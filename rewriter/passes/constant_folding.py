@@ -15,6 +15,7 @@ nodes reading more than 64 MiB of constants (evaluating them would copy the weig
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -52,7 +53,7 @@ def _fold_constant_nodes(view: GraphView) -> int:
         out = proto.output[0] if proto.output else ""
         if not out or view.is_graph_output(out):
             continue
-        tensor = _constant_tensor(proto, lambda: view.constant(out))
+        tensor = _constant_tensor(proto, lambda out=out: view.constant(out))
         if tensor is None:
             continue
         tensor.name = out
@@ -108,8 +109,10 @@ def _foldable(view: GraphView, node_id: NodeId, constant_values: set[str]) -> bo
     proto = view.node(node_id)
     if view.node_key(node_id)[0] != "" or proto.op_type in NOT_FOLDED:
         return False
-    if not all(i in constant_values or view.is_constant(i) for i in proto.input if i):
-        return False  # the usual reason, so asked first
+    is_constant = view.is_constant
+    for value in proto.input:  # the usual reason, so asked first
+        if value and value not in constant_values and not is_constant(value):
+            return False
     if view.has_subgraphs(node_id) or any(a.ref_attr_name for a in proto.attribute):
         return False  # control flow; or inside a function, an attribute set by the caller
     if any(o and view.is_graph_output(o) for o in proto.output):
@@ -213,4 +216,9 @@ def _nbytes(view: GraphView, value: str) -> int:
     count = 1
     for d in tensor.dims:
         count *= d
-    return count * np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
+    return count * _itemsize(tensor.data_type)
+
+
+@lru_cache(maxsize=None)
+def _itemsize(data_type: int) -> int:
+    return np.dtype(helper.tensor_dtype_to_np_dtype(data_type)).itemsize
