@@ -6,8 +6,9 @@
 Per model: our ``optimize`` (median of --repeat runs on the in-memory model; loading and
 saving excluded and reported separately), ONNX Runtime's optimizer (session creation at
 the level minus session creation with all optimizations off), and — when installed —
-onnxscript's ``optimize_for_ort`` and onnxruntime.transformers' ``optimize_model``, all
-sampled in interleaved rounds.  Prints times (medians), ratios ours/peer, our peak Python
+onnxscript's ``optimize_for_ort`` and onnxruntime.transformers' ``optimize_model`` (each
+in a worker process of its own, so their imports stay out of ours), all sampled in
+interleaved rounds.  Prints times (medians), ratios ours/peer, our peak Python
 memory (tracemalloc) and our per-phase split (medians of the same runs).  Install the optional peers with ``pip install onnxscript`` (transformers'
 optimizer ships with onnxruntime but needs ``sympy`` and ``packaging``).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import io
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -55,12 +57,13 @@ def ort_runs(model_bytes: bytes, level: str):
     return session(ORT_LEVELS[level]), session(ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
 
 
-def onnxscript_run(model: onnx.ModelProto):
+def onnxscript_run(path: Path):
     try:
         from onnxscript import ir
         from onnxscript.rewriter.ort_fusions import optimize_for_ort
     except Exception:
         return None
+    model = onnx.load(str(path))
 
     def run():
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
@@ -80,6 +83,9 @@ def transformers_run(path: Path):
     return _working(run)
 
 
+PEERS = {"onnxscript": onnxscript_run, "transformers": transformers_run}
+
+
 def _working(run):
     """``run`` if it works on this model (a peer may refuse it), else None."""
     try:
@@ -87,6 +93,35 @@ def _working(run):
     except Exception:
         return None
     return run
+
+
+class PeerProcess:
+    """A Python peer in a process of its own (``speed.py --worker PEER MODEL``), so that
+    its imports (torch, onnxscript's IR...) do not share our interpreter, allocator and
+    garbage collector while we are timed; it times one run per request."""
+
+    def __init__(self, peer: str, path: Path) -> None:
+        self.name = peer
+        self.process = subprocess.Popen([sys.executable, __file__, "--worker", peer, str(path)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.works = self.process.stdout.readline().strip() == "ready"
+
+    def __call__(self) -> float:
+        self.process.stdin.write("run\n")
+        self.process.stdin.flush()
+        return float(self.process.stdout.readline())
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def worker(peer: str, path: str) -> int:
+    run = PEERS[peer](Path(path))  # (one warm run inside)
+    print("ready" if run is not None else "unavailable", flush=True)
+    for _ in sys.stdin:
+        print(seconds(run), flush=True)
+    return 0
 
 
 def measure(name: str, model: onnx.ModelProto, level: str, repeat: int, peers: bool) -> dict:
@@ -105,10 +140,11 @@ def measure(name: str, model: onnx.ModelProto, level: str, repeat: int, peers: b
         ort_opt, ort_plain = ort_runs(model.SerializeToString(), level)
         contenders = {"ours": lambda: rewriter.optimize(model, level=level),
                       "ort_opt": ort_opt, "ort_plain": ort_plain}
-        if peers:
-            contenders["onnxscript"] = onnxscript_run(model)
-            contenders["transformers"] = transformers_run(path)
-        samples: dict[str, list[float]] = {k: [] for k, fn in contenders.items() if fn is not None}
+        workers = [PeerProcess(peer, path) for peer in PEERS] if peers else []
+        for peer in workers:
+            if peer.works:
+                contenders[peer.name] = peer
+        samples: dict[str, list[float]] = {k: [] for k in contenders}
         phase_samples: list[dict[str, float]] = []
         for _ in range(repeat):
             for key in samples:
@@ -117,8 +153,12 @@ def measure(name: str, model: onnx.ModelProto, level: str, repeat: int, peers: b
                     result = rewriter.optimize(model, level=level)
                     samples[key].append(time.perf_counter() - start)
                     phase_samples.append(result.report.seconds)
+                elif isinstance(contenders[key], PeerProcess):
+                    samples[key].append(contenders[key]())
                 else:
                     samples[key].append(seconds(contenders[key]))
+        for peer in workers:
+            peer.close()
         median = {k: statistics.median(v) for k, v in samples.items()}
         tracemalloc.start()
         rewriter.optimize(model, level=level)
@@ -134,6 +174,8 @@ def measure(name: str, model: onnx.ModelProto, level: str, repeat: int, peers: b
 
 
 def main() -> int:
+    if len(sys.argv) == 4 and sys.argv[1] == "--worker":
+        return worker(sys.argv[2], sys.argv[3])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", type=Path)
     parser.add_argument("--level", default="extended", choices=sorted(ORT_LEVELS))

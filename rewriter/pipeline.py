@@ -29,6 +29,7 @@ from .graph.model_io import load_model
 from .resources import bundled_pack_paths
 from .partition import PartitionReport, parse_layer_assignment, partition, provider_list
 from .partition.kernels import register_kernel_file
+from .passes.constant_folding import LARGE_INPUT
 from .rewrite.fixpoint import LevelRunner, Placement
 from .rewrite.propagation import provider_of
 
@@ -156,10 +157,13 @@ def _optimize(model_or_path, level, rules, bundled, max_rewrites, providers, lay
 
     source = _as_model(model_or_path)
     start = time.perf_counter()
-    state = ModelState(source)
+    folding = any("constant_folding" in p.builtins for p in packs if p.level <= 1)
+    state = ModelState(source, constants_on_load=LARGE_INPUT if folding else None)
     timings["build view"] = time.perf_counter() - start
 
     report = Report(nodes_before=len(source.graph.node), ops_before=op_histogram(source))
+    if state.removed_on_load:  # the folding built-in's first round, done while loading
+        report.builtins["constant_folding"] = state.removed_on_load
     levels = sorted({p.level for p in packs})
     before = Placement(after_partition=False, respect_annotations=annotation_boundaries == "respect")
     for lvl in (lvl for lvl in levels if lvl <= 1):

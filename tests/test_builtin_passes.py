@@ -109,3 +109,55 @@ def test_cse_never_merges_random_ops():
                helper.make_node("RandomNormal", [], ["b"], shape=[3]),
                helper.make_node("Add", ["a", "b"], ["y"])], [], [tensor("y", F, [3])])
     assert ops(optimize_with(m, CSE_ONLY).model) == {"RandomNormal": 2, "Add": 1}
+
+
+def _constants_model():
+    """Constant nodes (one a graph output), Identity nodes of constants (one of an
+    initializer a caller may override, one chained, one of a larger weight), and readers."""
+    nodes = [helper.make_node("Constant", [], ["c"], value=helper.make_tensor("v", F, [3], [1.0, 2.0, 3.0])),
+             helper.make_node("Constant", [], ["k"], value_floats=[0.5, 0.5, 0.5]),
+             helper.make_node("Constant", [], ["out_c"], value_float=2.0),
+             helper.make_node("Identity", ["w"], ["w1"]), helper.make_node("Identity", ["w1"], ["w2"]),
+             helper.make_node("Identity", ["b"], ["b1"]), helper.make_node("Identity", ["big"], ["big1"]),
+             helper.make_node("MatMul", ["x", "w2"], ["m"]), helper.make_node("Add", ["m", "c"], ["a"]),
+             helper.make_node("Mul", ["a", "k"], ["p"]), helper.make_node("Add", ["p", "b1"], ["q"]),
+             helper.make_node("MatMul", ["q", "big1"], ["y"])]
+    return model(nodes, [tensor("x", F, [2, 3]), tensor("b", F, [3])],
+                 [tensor("y", F, [2, 4]), tensor("out_c", F, [])],
+                 [init("w", rand(3, 3)), init("b", rand(3)), init("big", rand(3, 4))])
+
+
+def _summary(state):
+    graph = state.to_model().graph
+    return (sorted((n.op_type, tuple(n.input), tuple(n.output)) for n in graph.node),
+            sorted(t.name for t in graph.initializer))
+
+
+def test_constants_taken_out_while_loading_give_the_graph_the_builtin_gives():
+    from rewriter.graph.model import ModelState
+    from rewriter.passes.constant_folding import LARGE_INPUT, fold_constants
+
+    m = _constants_model()
+    loaded = ModelState(m, constants_on_load=LARGE_INPUT)
+    # c, k, w1, w2, big1; not out_c (a graph output) nor b1 (b is also a graph input)
+    assert loaded.removed_on_load == 5
+    plain = ModelState(m)
+    assert fold_constants(plain, None) == 5
+    assert _summary(loaded) == _summary(plain)
+    assert fold_constants(loaded, None) == 0  # nothing left for the built-in's first round
+
+
+def test_constants_taken_out_while_loading_respect_the_size_limit():
+    from rewriter.graph.model import ModelState
+
+    loaded = ModelState(_constants_model(), constants_on_load=36)  # big: 48 bytes
+    assert loaded.removed_on_load == 4
+    assert ("Identity", ("big",), ("big1",)) in _summary(loaded)[0]
+
+
+def test_constants_taken_out_while_loading_count_as_folding():
+    m = _constants_model()
+    result = optimize_basic(m)
+    assert result.report.builtins["constant_folding"] >= 5
+    assert ops(result.model)["Constant"] == 1  # out_c is a graph output: its node stays
+    assert_same_outputs(m, result.model)

@@ -13,6 +13,7 @@ from onnx import FunctionProto, GraphProto, ModelProto, TensorProto, ValueInfoPr
 from ..dsl.schemas import find_schema, latest_opset, normalize_domain
 from ..errors import ModelError
 from .types import infer_model_types
+from .load_constants import take_constants
 from .view import GraphView, has_subgraphs, subgraphs_of
 
 
@@ -118,7 +119,9 @@ def _label(proto: onnx.NodeProto) -> str:
 class ModelState:
     """The main graph as a ``GraphView`` plus the model-level fields needed to write it back."""
 
-    def __init__(self, model: ModelProto) -> None:
+    def __init__(self, model: ModelProto, constants_on_load: int | None = None) -> None:
+        """``constants_on_load``: take Constant nodes and Identity nodes of constants up to
+        that many bytes out while loading (see load_constants.py); None keeps them."""
         self.source = model
         self.opsets: dict[str, int] = {}
         for opset in model.opset_import:
@@ -127,8 +130,10 @@ class ModelState:
             raise ModelError("the model imports no default (ai.onnx) opset")
         _check_versions(model, self.opsets)
         types = infer_model_types(model)
+        loaded = None if constants_on_load is None else take_constants(model.graph, constants_on_load)
+        self.removed_on_load = loaded.removed if loaded is not None else 0
         try:
-            self.view = GraphView(model.graph, self.opsets, types)
+            self.view = GraphView(model.graph, self.opsets, types, constants=loaded)
         except ValueError as err:
             raise ModelError(f"malformed graph: {err}") from None
         view = self.view

@@ -127,7 +127,10 @@ class GraphView:
 
     def __init__(self, graph: GraphProto, opsets: dict[str, int],
                  types: dict[str, TypeProto] | None = None,
-                 outer_values: Iterable[str] = (), reserved_names: Iterable[str] = ()) -> None:
+                 outer_values: Iterable[str] = (), reserved_names: Iterable[str] = (),
+                 constants=None) -> None:
+        """``constants`` (a ``load_constants.LoadedConstants``) names nodes to load as
+        initializers or aliases instead."""
         self.nx = nx.MultiDiGraph()
         self.opsets = {normalize_domain(d): v for d, v in opsets.items()}
         self._nodes: dict[NodeId, NodeProto] = {}
@@ -159,6 +162,9 @@ class GraphView:
         self.input_names = {vi.name for vi in self.graph_inputs}
         self.output_names = {vi.name for vi in self.graph_outputs}
         self.initializers: dict[str, TensorProto] = {t.name: t for t in graph.initializer}
+        skipped, aliases = (constants.skipped, constants.aliases) if constants else ((), {})
+        for tensor in constants.initializers if constants else ():
+            self.initializers[tensor.name] = tensor
         self.node_names: set[str] = set()
         # a set passed in is shared (subgraph views keep fresh names unique model-wide)
         self.value_names: set[str] = reserved_names if isinstance(reserved_names, set) else set(reserved_names)
@@ -170,12 +176,18 @@ class GraphView:
         for name in self.initializers:
             if name not in self.input_names:
                 self._add_source(("init", name))
-        for tensor in graph.initializer:
+        for tensor in self.initializers.values():
             if tensor.name not in self.types:
                 self.types[tensor.name] = T.tensor_type(tensor)
         for index, proto in enumerate(graph.node):
+            if index in skipped:
+                continue
             copy = NodeProto()
             copy.CopyFrom(proto)
+            if aliases:
+                for slot, name in enumerate(copy.input):
+                    if name in aliases:
+                        copy.input[slot] = aliases[name]
             self.add_node(copy, (index, 0))
         self.nx.add_nodes_from(self._pending_nodes)
         _add_edges(self.nx, self._pending_edges)
@@ -492,7 +504,7 @@ class GraphView:
         source = self._producer[value][0]
         try:
             if isinstance(source, int):
-                array = _constant_node_value(self._nodes[source])
+                array = constant_node_value(self._nodes[source])
             else:
                 array = numpy_helper.to_array(self.initializers[value])
         except Exception:  # external data not loaded, sparse, unsupported type...
@@ -709,7 +721,8 @@ class GraphView:
         return set(self._producer)
 
 
-def _constant_node_value(proto: NodeProto) -> np.ndarray | None:
+def constant_node_value(proto: NodeProto) -> np.ndarray | None:
+    """A Constant node's value as numbers (None for strings and sparse values)."""
     for attr in proto.attribute:
         if attr.name == "value":
             return numpy_helper.to_array(attr.t)

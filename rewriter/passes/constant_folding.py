@@ -16,12 +16,12 @@ nodes reading more than 64 MiB of constants (evaluating them would copy the weig
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Callable
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ..graph.load_constants import constant_node_tensor
 from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId
 
@@ -33,7 +33,7 @@ NOT_FOLDED = frozenset({
     "SequenceLength", "SequenceMap", "Optional", "OptionalGetElement", "OptionalHasElement",
 })
 _LARGE_OUTPUT = 16 << 20
-_LARGE_INPUT = 64 << 20
+LARGE_INPUT = 64 << 20  # bytes of constants a folded node may read
 
 
 def fold_constants(state: ModelState, changed: list[NodeId] | None = None) -> int:
@@ -53,27 +53,13 @@ def _fold_constant_nodes(view: GraphView) -> int:
         out = proto.output[0] if proto.output else ""
         if not out or view.is_graph_output(out):
             continue
-        tensor = _constant_tensor(proto, lambda out=out: view.constant(out))
+        tensor = constant_node_tensor(proto)
         if tensor is None:
             continue
-        tensor.name = out
         view.remove_node(node_id)
         view.add_initializer(tensor)
         count += 1
     return count
-
-
-def _constant_tensor(proto: onnx.NodeProto, contents: Callable[[], np.ndarray | None]) -> TensorProto | None:
-    for attr in proto.attribute:
-        if attr.name == "value":
-            tensor = TensorProto()
-            tensor.CopyFrom(attr.t)
-            return tensor
-        if attr.name in ("value_string", "value_strings"):
-            value = helper.get_attribute_value(attr)
-            return numpy_helper.from_array(np.array(value, dtype=object))
-    array = contents()  # value_float(s), value_int(s): read as numbers
-    return None if array is None else numpy_helper.from_array(np.asarray(array))
 
 
 def _fold_static_shapes(view: GraphView) -> int:
@@ -118,7 +104,7 @@ def _foldable(view: GraphView, node_id: NodeId, constant_values: set[str]) -> bo
     if any(o and view.is_graph_output(o) for o in proto.output):
         return False
     # evaluating copies its inputs into a session: big weights stay as they are
-    return sum(_nbytes(view, i) for i in proto.input if i) <= _LARGE_INPUT
+    return sum(_nbytes(view, i) for i in proto.input if i) <= LARGE_INPUT
 
 
 def _foldable_nodes(view: GraphView, changed: list[NodeId] | None = None) -> list[NodeId]:
@@ -153,6 +139,9 @@ def _run(state: ModelState, nodes: list[onnx.NodeProto],
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 4
+    # a few small constants: one thread, and no thread pool left spinning beside the engine
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = ort.InferenceSession(model.SerializeToString(), options,
                                        providers=["CPUExecutionProvider"])

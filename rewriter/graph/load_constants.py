@@ -1,0 +1,91 @@
+"""Constants taken out of a graph while it is loaded, as ONNX Runtime does when it loads one.
+
+Exported models carry hundreds of ``Constant`` nodes and (TorchScript's weight sharing) of
+``Identity`` nodes reading initializers.  The ``constant_folding`` built-in would turn the
+first into initializers and let the readers of the second read the initializer itself; doing
+it while the graph is read means those nodes are never added to the view only to be removed
+again (a tenth of the time of a BERT export's extended level).  The result is the same graph
+the built-in's first round makes: the same rules apply (a graph output keeps its node; an
+Identity of a constant above the built-in's size limit stays), and the report counts these
+nodes under the built-in.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from onnx import GraphProto, NodeProto, TensorProto, helper, numpy_helper
+
+from .view import constant_node_value, has_subgraphs
+
+_STANDARD = ("", "ai.onnx")
+
+
+@dataclass
+class LoadedConstants:
+    """What the view loads instead of the graph's constant nodes."""
+
+    skipped: set[int] = field(default_factory=set)             # node indexes not loaded
+    initializers: list[TensorProto] = field(default_factory=list)  # from Constant nodes
+    aliases: dict[str, str] = field(default_factory=dict)      # Identity output -> initializer
+
+    @property
+    def removed(self) -> int:
+        return len(self.skipped)
+
+
+def constant_node_tensor(node: NodeProto) -> TensorProto | None:
+    """A Constant node's value as a tensor (named like its output); None when unreadable."""
+    tensor = None
+    for attr in node.attribute:
+        if attr.name == "value":
+            tensor = TensorProto()
+            tensor.CopyFrom(attr.t)
+            break
+        if attr.name in ("value_string", "value_strings"):
+            tensor = numpy_helper.from_array(np.array(helper.get_attribute_value(attr), dtype=object))
+            break
+    else:
+        array = constant_node_value(node)  # value_float(s), value_int(s)
+        tensor = None if array is None else numpy_helper.from_array(np.asarray(array))
+    if tensor is not None:
+        tensor.name = node.output[0]
+    return tensor
+
+
+def take_constants(graph: GraphProto, max_identity_bytes: int) -> LoadedConstants:
+    """The Constant nodes and the Identity nodes of constants that loading can replace.
+    Graphs with subgraphs are left to the built-in (their bodies may read the names)."""
+    found = LoadedConstants()
+    if any(has_subgraphs(node) for node in graph.node):
+        return found
+    outputs = {o.name for o in graph.output}
+    sizes = {t.name: _nbytes(t) for t in graph.initializer}
+    for name in {i.name for i in graph.input}:
+        sizes.pop(name, None)  # an initializer a caller can override is not a constant
+    for index, node in enumerate(graph.node):
+        if node.domain not in _STANDARD or len(node.output) != 1 or node.output[0] in outputs \
+                or any(a.ref_attr_name for a in node.attribute):
+            continue
+        out = node.output[0]
+        if node.op_type == "Constant" and not node.input:
+            tensor = constant_node_tensor(node)
+            if tensor is not None:
+                found.initializers.append(tensor)
+                sizes[out] = _nbytes(tensor)
+                found.skipped.add(index)
+        elif node.op_type == "Identity" and len(node.input) == 1:
+            source = found.aliases.get(node.input[0], node.input[0])
+            if sizes.get(source, max_identity_bytes + 1) <= max_identity_bytes:
+                found.aliases[out] = source
+                found.skipped.add(index)
+    return found
+
+
+def _nbytes(tensor: TensorProto) -> int:
+    if tensor.data_type in (TensorProto.STRING, TensorProto.UNDEFINED):
+        return 0
+    count = 1
+    for d in tensor.dims:
+        count *= d
+    return count * np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
