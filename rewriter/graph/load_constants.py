@@ -57,13 +57,13 @@ def take_constants(graph: GraphProto, max_identity_bytes: int) -> LoadedConstant
     """The Constant nodes and the Identity nodes of constants that loading can replace.
     Graphs with subgraphs are left to the built-in (their bodies may read the names)."""
     found = LoadedConstants()
-    if any(has_subgraphs(node) for node in graph.node):
-        return found
     outputs = {o.name for o in graph.output}
     sizes = {t.name: _nbytes(t) for t in graph.initializer}
     for name in {i.name for i in graph.input}:
         sizes.pop(name, None)  # an initializer a caller can override is not a constant
     for index, node in enumerate(graph.node):
+        if has_subgraphs(node):
+            return LoadedConstants()
         if node.domain not in _STANDARD or len(node.output) != 1 or node.output[0] in outputs \
                 or any(a.ref_attr_name for a in node.attribute):
             continue

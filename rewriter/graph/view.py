@@ -92,22 +92,47 @@ def _implicit_inputs(node: NodeProto) -> list[str]:
     return list(names)
 
 
-def _add_edges(graph: nx.MultiDiGraph, edges: list[tuple]) -> None:
+def _direct(graph: nx.MultiDiGraph) -> bool:
+    """Whether NetworkX keeps the adjacency dicts this module writes directly (3.x)."""
+    return isinstance(getattr(graph, "_succ", None), dict) and isinstance(getattr(graph, "_pred", None), dict) \
+        and getattr(nx, "_clear_cache", None) is not None
+
+
+def _add_edges(graph: nx.MultiDiGraph, edges) -> None:
     """``graph.add_edges_from(edges)`` for (u, v, key, data) edges between existing nodes,
     written into NetworkX's adjacency dicts directly: the public call goes through
-    ``add_edge`` and two view lookups per edge, a third of building a large view.  Falls
-    back to it if NetworkX's layout is not the one this was written for (3.x)."""
-    succ, pred = getattr(graph, "_succ", None), getattr(graph, "_pred", None)
-    clear_cache = getattr(nx, "_clear_cache", None)
-    if not isinstance(succ, dict) or not isinstance(pred, dict) or clear_cache is None:
+    ``add_edge`` and two view lookups per edge, which was a third of building a large view
+    and a fifth of a rewrite.  Falls back to it if NetworkX's layout is not the one this
+    was written for."""
+    if not _DIRECT:
         graph.add_edges_from(edges)
         return
+    succ, pred = graph._succ, graph._pred
     for u, v, key, data in edges:
         keydict = succ[u].get(v)
         if keydict is None:
             keydict = succ[u][v] = pred[v][u] = graph.edge_key_dict_factory()
         keydict[key] = graph.edge_attr_dict_factory(data)
-    clear_cache(graph)
+    nx._clear_cache(graph)
+
+
+def _remove_edge(graph: nx.MultiDiGraph, u, v, key) -> None:
+    """``graph.remove_edge(u, v, key)`` when that edge exists (directly, see _add_edges)."""
+    if not _DIRECT:
+        if graph.has_edge(u, v, key=key):
+            graph.remove_edge(u, v, key=key)
+        return
+    keydict = graph._succ[u].get(v)
+    if keydict is None or key not in keydict:
+        return
+    del keydict[key]
+    if not keydict:
+        del graph._succ[u][v]
+        del graph._pred[v][u]
+    nx._clear_cache(graph)
+
+
+_DIRECT = _direct(nx.MultiDiGraph())
 
 
 def _rename_in_subgraph(graph: GraphProto, old: str, new: str) -> None:
@@ -215,15 +240,15 @@ class GraphView:
         if self._pending_edges is not None:
             self._pending_edges.append((source, target, slot, {"value": value, "out_slot": out_slot}))
         else:
-            self.nx.add_edge(source, target, key=slot, value=value, out_slot=out_slot)
+            _add_edges(self.nx, ((source, target, slot, {"value": value, "out_slot": out_slot}),))
 
     def _disconnect_input(self, node_id: NodeId, slot: int | str, value: str) -> None:
         consumers = self._consumers.get(value)
         if consumers is not None:
             consumers.pop((node_id, slot), None)
         producer = self._producer.get(value)
-        if producer is not None and self.nx.has_edge(producer[0], node_id, key=slot):
-            self.nx.remove_edge(producer[0], node_id, key=slot)
+        if producer is not None:
+            _remove_edge(self.nx, producer[0], node_id, slot)
 
     # ------------------------------------------------------------------------ mutation
     def add_node(self, proto: NodeProto, order: tuple[int, int] | None = None) -> NodeId:
@@ -333,7 +358,7 @@ class GraphView:
             self._producer[new] = (producer, slot)
             for _, consumer, key, data in out_edges:
                 if data["value"] == old:
-                    self.nx.remove_edge(producer, consumer, key=key)
+                    _remove_edge(self.nx, producer, consumer, key)
         elif producer[0] == "init":
             tensor = TensorProto()  # initializers are shared with the caller's model: copy
             tensor.CopyFrom(self.initializers.pop(old))
