@@ -298,10 +298,16 @@ class Matcher:
             return
         step = compiled.steps[step_index]
         equation = compiled.rule.equations[step.equation]
+        node_key = self.view.node_key
         for node_id in self._candidates(compiled, state, step_index, root):
             if node_id in state.used:
                 continue
+            domain, op = node_key(node_id)
             for alternative in equation.alternatives:
+                if alternative.op != op or alternative.domain != domain:
+                    if self.record_failures:
+                        self._fail(step_index, f"{op} is not {alternative.op}", state)
+                    continue
                 for _ in self._match_node(equation, alternative, node_id, state, step_index):
                     budget[0] -= 1
                     if budget[0] < 0:
@@ -314,43 +320,27 @@ class Matcher:
                     state.undo(mark)
 
     def _constraints(self, compiled: CompiledRule, step, state: _State, depth: int) -> bool:
-        # expressions run compiled, without numpy's errstate each time: the level runner
-        # sets it once (evaluate() does both per call)
-        rule = compiled.rule
-        for li in step.lets:
-            let = rule.lets[li]
+        # lets and wheres run compiled (see plan.Step.checks), without numpy's errstate
+        # each time: the level runner sets it once (evaluate() does both per call)
+        for name, check, line in step.checks:
             try:
-                value = compile_expr(let.expr)(state)
+                value = check(state)
+                ok = state.unify_scalar(name, value) if name is not None else truth(value)
             except EVAL_ERRORS as err:
                 if self.record_failures:
-                    self._fail(depth, f"let {let.name}: {as_failure(err)}", state)
-                return False
-            if not state.unify_scalar(let.name, value):
-                return False
-        for wi in step.wheres:
-            where = rule.wheres[wi]
-            try:
-                ok = truth(compile_expr(where.expr)(state))
-            except EVAL_ERRORS as err:
-                if self.record_failures:
-                    self._fail(depth, f"where (line {where.pos.line}): {as_failure(err)}", state)
+                    what = f"let {name}" if name is not None else f"where (line {line})"
+                    self._fail(depth, f"{what}: {as_failure(err)}", state)
                 return False
             if not ok:
-                if self.record_failures:
-                    self._fail(depth, f"where (line {where.pos.line}) does not hold", state)
+                if self.record_failures and name is None:
+                    self._fail(depth, f"where (line {line}) does not hold", state)
                 return False
         return True
 
     # ----------------------------------------------------------------- one node
     def _match_node(self, equation: A.Equation, alt: A.OpPattern, node_id: NodeId,
                     state: _State, depth: int) -> Iterator[None]:
-        view = self.view
-        proto = view.node(node_id)
-        key = view.node_key(node_id)
-        if key[1] != alt.op or key[0] != alt.domain:
-            if self.record_failures:
-                self._fail(depth, f"{proto.op_type} is not {alt.op}", state)
-            return
+        proto = self.view.node(node_id)  # (its op is the pattern's: see _search)
         mark = state.mark()
         if not self._match_outputs(equation, proto, state) or \
                 not self._match_attrs(alt, node_id, state, depth):

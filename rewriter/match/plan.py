@@ -12,9 +12,11 @@ from __future__ import annotations
 import dataclasses
 
 from dataclasses import dataclass
+from typing import Callable
 
 from ..dsl import ast as A
 from ..dsl.schemas import normalize_domain
+from ..expr.evaluate import compile_expr
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,8 @@ class Step:
     link: str | None           # the bound variable the node is reached through
     lets: tuple[int, ...]      # rule.lets to evaluate after this step
     wheres: tuple[int, ...]    # rule.wheres to check after this step
+    # the same, compiled, in order: (let name or None for a where, closure, source line)
+    checks: tuple[tuple[str | None, Callable, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,13 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
         step = _step_for(expr_names(where.expr), bound_after, bindable, let_step)
         wheres_at.setdefault(step, []).append(wi)
 
-    steps = tuple(Step(eq, via, link, tuple(lets_at.get(k, ())), tuple(wheres_at.get(k, ())))
+    def checks(k: int) -> tuple:
+        return tuple([(rule.lets[li].name, compile_expr(rule.lets[li].expr), rule.lets[li].pos.line)
+                      for li in lets_at.get(k, ())] +
+                     [(None, compile_expr(rule.wheres[wi].expr), rule.wheres[wi].pos.line)
+                      for wi in wheres_at.get(k, ())])
+
+    steps = tuple(Step(eq, via, link, tuple(lets_at.get(k, ())), tuple(wheres_at.get(k, ())), checks(k))
                   for k, (eq, via, link) in enumerate(order))
     root_ops = tuple(dict.fromkeys((normalize_domain(a.domain), a.op)
                                    for a in equations[root_index].alternatives))
