@@ -298,26 +298,37 @@ class Matcher:
             return
         step = compiled.steps[step_index]
         equation = compiled.rule.equations[step.equation]
-        node_key = self.view.node_key
+        view = self.view
         for node_id in self._candidates(compiled, state, step_index, root):
             if node_id in state.used:
                 continue
-            domain, op = node_key(node_id)
+            domain, op = view.node_key(node_id)
+            proto = view.node(node_id)
             for alternative in equation.alternatives:
                 if alternative.op != op or alternative.domain != domain:
                     if self.record_failures:
                         self._fail(step_index, f"{op} is not {alternative.op}", state)
                     continue
-                for _ in self._match_node(equation, alternative, node_id, state, step_index):
-                    budget[0] -= 1
-                    if budget[0] < 0:
-                        self._fail(step_index, "match attempt budget exhausted", state)
-                        return
-                    mark = state.mark()
-                    state.bind_node(step.equation, node_id)
-                    if self._constraints(compiled, step, state, step_index):
-                        yield from self._search(compiled, state, step_index + 1, root, budget)
-                    state.undo(mark)
+                # this node as this alternative: outputs, attributes, then each operand
+                # order (commutative ops) binds the inputs; each binding goes one step deeper
+                mark = state.mark()
+                if self._match_outputs(equation, proto, state) and \
+                        self._match_attrs(alternative, node_id, state, step_index):
+                    inputs = list(proto.input)
+                    while inputs and not inputs[-1]:
+                        inputs.pop()
+                    for order in self._input_orders(alternative, inputs):
+                        inner = state.mark()
+                        if self._match_inputs(alternative, order, state, step_index):
+                            budget[0] -= 1
+                            if budget[0] < 0:
+                                self._fail(step_index, "match attempt budget exhausted", state)
+                                return
+                            state.bind_node(step.equation, node_id)
+                            if self._constraints(compiled, step, state, step_index):
+                                yield from self._search(compiled, state, step_index + 1, root, budget)
+                        state.undo(inner)
+                state.undo(mark)
 
     def _constraints(self, compiled: CompiledRule, step, state: _State, depth: int) -> bool:
         # lets and wheres run compiled (see plan.Step.checks), without numpy's errstate
@@ -338,24 +349,6 @@ class Matcher:
         return True
 
     # ----------------------------------------------------------------- one node
-    def _match_node(self, equation: A.Equation, alt: A.OpPattern, node_id: NodeId,
-                    state: _State, depth: int) -> Iterator[None]:
-        proto = self.view.node(node_id)  # (its op is the pattern's: see _search)
-        mark = state.mark()
-        if not self._match_outputs(equation, proto, state) or \
-                not self._match_attrs(alt, node_id, state, depth):
-            state.undo(mark)
-            return
-        inputs = list(proto.input)
-        while inputs and not inputs[-1]:
-            inputs.pop()
-        for order in self._input_orders(alt, inputs):
-            inner = state.mark()
-            if self._match_inputs(alt, order, state, depth):
-                yield
-            state.undo(inner)
-        state.undo(mark)
-
     def _match_outputs(self, equation: A.Equation, proto, state: _State) -> bool:
         for slot, out in enumerate(equation.outs):
             if out.name is None:
@@ -397,15 +390,15 @@ class Matcher:
                 return False
         return True
 
-    def _input_orders(self, alt: A.OpPattern, inputs: list[str]) -> Iterator[list[str]]:
-        yield inputs
-        if len(inputs) >= 2 and _reorderable(alt):
-            if len(inputs) == 2:
-                if inputs[0] != inputs[1]:
-                    yield [inputs[1], inputs[0]]
-            elif len(inputs) <= 4:
-                for perm in itertools.islice(itertools.permutations(inputs), 1, None):
-                    yield list(perm)
+    def _input_orders(self, alt: A.OpPattern, inputs: list[str]):
+        """The operand orders to try: as given, then (commutative ops) the others."""
+        if len(inputs) < 2 or not _reorderable(alt):
+            return (inputs,)
+        if len(inputs) == 2:
+            return (inputs,) if inputs[0] == inputs[1] else (inputs, [inputs[1], inputs[0]])
+        if len(inputs) <= 4:
+            return [list(perm) for perm in itertools.permutations(inputs)]
+        return (inputs,)
 
     def _match_inputs(self, alt: A.OpPattern, inputs: list[str], state: _State, depth: int) -> bool:
         view = self.view
