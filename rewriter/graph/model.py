@@ -188,24 +188,26 @@ class ModelState:
             self.view.opsets[domain] = version
             self.added_domains[domain] = version
 
-    def has_unnamed_dims(self) -> bool:
-        """Whether re-inference after rewrites could tell more (see symbolic_shapes.py)."""
-        return self.view.has_incomplete_types()
-
-    def refresh_types(self) -> int:
+    def refresh_types(self, if_incomplete_known: bool = False) -> int:
         """Re-infer value types on the current graph (after folding resolved shapes, after
         rewrites that made computed shapes readable); returns how many improved.
 
         Only nodes changed since the last inference and what they feed are re-inferred
         (nothing else can tell more than it did), and of those only the ones with an
         incomplete output (a complete type cannot improve), with the shape arithmetic
-        feeding them; what they read from outside is declared with the types known now."""
+        feeding them; what they read from outside is declared with the types known now.
+        With ``if_incomplete_known`` (after rewrites), only when the region holds a known
+        type with unnamed dims: new nodes merely not typed yet are left to be typed lazily."""
         from .types import light_model, refine_symbolic_dims, refine_types
 
         view = self.view
-        changed = view.changed_since(self._inferred_at)
-        self._inferred_at = len(view.changes)
-        region = _incomplete_region(view, changed)
+        position = len(view.changes)
+        region = _incomplete_region(view, view.changed_since(self._inferred_at))
+        if if_incomplete_known:
+            region_values = (o for n in region for o in view.node(n).output if o)
+            if not any(o in view.types and view.is_incomplete(o) for o in region_values):
+                return 0  # (these changes stay to be looked at next time)
+        self._inferred_at = position
         if not region:
             return 0
         nodes = [view.node(n) for n in view.topological_ids(region)]

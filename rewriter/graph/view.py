@@ -569,11 +569,6 @@ class GraphView:
         self._incomplete[value] = (type_proto, result)
         return result
 
-    def has_incomplete_types(self) -> bool:
-        """Whether some known tensor type is incomplete: only then can re-inference tell more."""
-        incomplete = self.is_incomplete  # (non-tensor types count as complete)
-        return any(incomplete(name) for name in self.types)
-
     def elem_type(self, value: str) -> int | None:
         return T.elem_type_of(self.type_of(value))
 

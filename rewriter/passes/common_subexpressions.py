@@ -126,7 +126,10 @@ def eliminate_common_subexpressions(state: ModelState, changed: list[NodeId] | N
     keys = _Keys(view)
     seen: dict[tuple, NodeId] = {}
     duplicates: list[tuple[NodeId, NodeId]] = []
-    for node_id in view.topological_ids():
+    # in graph order (topological as loaded; rewrites place new nodes at their root): a
+    # twin's inputs are the node's own, so either can stay, and the order only decides
+    # how much of a chain of twins one pass finds
+    for node_id in sorted(view.node_ids(), key=view.order_of):
         if not keys.may_have_twin(node_id):
             continue
         key = keys.key(node_id)

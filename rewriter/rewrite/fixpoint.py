@@ -132,8 +132,8 @@ class LevelRunner:
         # sweep again while that gains anything.
         for _ in range(2):
             start = time.perf_counter()
-            gained = total and getattr(self.state, "has_unnamed_dims", lambda: False)() \
-                and self.state.refresh_types()
+            gained = total and hasattr(self.state, "refresh_types") \
+                and self.state.refresh_types(if_incomplete_known=True)
             self.stats.builtin_seconds += time.perf_counter() - start
             if not gained:
                 break
