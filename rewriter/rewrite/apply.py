@@ -123,6 +123,9 @@ def make_attribute(name: str, value: object, attr_type: int | None) -> Attribute
         raise EvalFailure(f"attribute {name}: {err}") from None
 
 
+_UNBOUND = object()
+
+
 class Rewriter:
     """Applies matches to a ``ModelState``."""
 
@@ -134,6 +137,17 @@ class Rewriter:
 
     # ------------------------------------------------------------------- build
     def _input_values(self, arg: A.Expr, build: _Build, env: _ReplacementEnv, match: Match) -> list[str]:
+        if type(arg) is A.Name:  # the usual input: a value of the match or of the replacement
+            name = arg.id
+            if name in build.defined:
+                return [build.defined[name]]
+            value = match.values.get(name, _UNBOUND)
+            if value is None:
+                return [""]
+            if type(value) is str:
+                return [value]
+            if type(value) is list and value:
+                return list(value)
         if isinstance(arg, A.Call) and arg.is_op:
             return self._build_node(arg, None, build, env, match)[:1]
         if isinstance(arg, A.Const) and arg.value is None:
