@@ -206,6 +206,7 @@ class GraphView:
                 self.types[tensor.name] = T.tensor_type(tensor)
         for index, proto in enumerate(graph.node):
             if index in skipped:
+                self.value_names.update(proto.output)  # (never reused for fresh values)
                 continue
             copy = NodeProto()
             copy.CopyFrom(proto)
