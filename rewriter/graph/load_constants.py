@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from onnx import GraphProto, NodeProto, TensorProto, helper, numpy_helper
 
+from .types import tensor_nbytes
 from .view import constant_node_value, has_subgraphs
 
 _STANDARD = ("", "ai.onnx")
@@ -58,7 +59,7 @@ def take_constants(graph: GraphProto, max_identity_bytes: int) -> LoadedConstant
     Graphs with subgraphs are left to the built-in (their bodies may read the names)."""
     found = LoadedConstants()
     outputs = {o.name for o in graph.output}
-    sizes = {t.name: _nbytes(t) for t in graph.initializer}
+    sizes = {t.name: tensor_nbytes(t) for t in graph.initializer}
     for name in {i.name for i in graph.input}:
         sizes.pop(name, None)  # an initializer a caller can override is not a constant
     for index, node in enumerate(graph.node):
@@ -72,7 +73,7 @@ def take_constants(graph: GraphProto, max_identity_bytes: int) -> LoadedConstant
             tensor = constant_node_tensor(node)
             if tensor is not None:
                 found.initializers.append(tensor)
-                sizes[out] = _nbytes(tensor)
+                sizes[out] = tensor_nbytes(tensor)
                 found.skipped.add(index)
         elif node.op_type == "Identity" and len(node.input) == 1:
             source = found.aliases.get(node.input[0], node.input[0])
@@ -80,12 +81,3 @@ def take_constants(graph: GraphProto, max_identity_bytes: int) -> LoadedConstant
                 found.aliases[out] = source
                 found.skipped.add(index)
     return found
-
-
-def _nbytes(tensor: TensorProto) -> int:
-    if tensor.data_type in (TensorProto.STRING, TensorProto.UNDEFINED):
-        return 0
-    count = 1
-    for d in tensor.dims:
-        count *= d
-    return count * np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize

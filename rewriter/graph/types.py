@@ -6,6 +6,9 @@ at a time, lazily, when a rule asks.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
+import numpy as np
 import onnx
 from onnx import ModelProto, TensorProto, TypeProto, helper, shape_inference
 
@@ -25,6 +28,18 @@ def _numel(tensor: TensorProto) -> int:
     for d in tensor.dims:
         n *= d
     return n
+
+
+def tensor_nbytes(tensor: TensorProto) -> int:
+    """Size of a tensor's contents from its header (no data is read; 0 for strings)."""
+    if tensor.data_type in (TensorProto.STRING, TensorProto.UNDEFINED):
+        return 0
+    return _numel(tensor) * _itemsize(tensor.data_type)
+
+
+@lru_cache(maxsize=None)
+def _itemsize(data_type: int) -> int:
+    return np.dtype(helper.tensor_dtype_to_np_dtype(data_type)).itemsize
 
 
 def light_model(model: ModelProto, nodes, initializers, inputs=None, outputs=None,

@@ -172,6 +172,7 @@ class GraphView:
         self._shapes: dict[str, tuple] = {}  # value -> (its TypeProto, dims read from it)
         self._incomplete: dict[str, tuple] = {}  # value -> (its TypeProto, is_incomplete)
         self._attributes: dict[NodeId, dict[str, object]] = {}  # node -> attribute values
+        self.pass_caches: dict[str, dict] = {}  # built-in passes' memos, as long as the view lives
         self.types: dict[str, TypeProto] = dict(types or {})
         self._inferred_nodes: set[NodeId] = set()
         # nodes created or whose inputs changed (new producer, new value), in order; passes

@@ -22,14 +22,14 @@ _NONDETERMINISTIC = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLik
                                "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"})
 
 
-_KEYS_ATTRIBUTE = "_cse_constant_keys"  # per view: name -> (tensor, key); tensors never change
+_KEYS_CACHE = "cse_constant_keys"  # name -> (tensor, key): a view's tensors are never edited
 
 
 def _constant_key(view: GraphView, value: str) -> tuple | None:
     tensor = view.initializers.get(value)
     if tensor is None or not view.is_initializer(value):
         return None
-    cache = view.__dict__.setdefault(_KEYS_ATTRIBUTE, {})
+    cache = view.pass_caches.setdefault(_KEYS_CACHE, {})
     cached = cache.get(value)
     if cached is not None and cached[0] is tensor:
         return cached[1]

@@ -15,7 +15,6 @@ nodes reading more than 64 MiB of constants (evaluating them would copy the weig
 """
 from __future__ import annotations
 
-from functools import lru_cache
 
 import numpy as np
 import onnx
@@ -23,6 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..graph.load_constants import constant_node_tensor
 from ..graph.model import ModelState
+from ..graph.types import tensor_nbytes
 from ..graph.view import GraphView, NodeId
 
 NOT_FOLDED = frozenset({
@@ -200,14 +200,4 @@ def _fold_computations(state: ModelState, changed: list[NodeId] | None) -> int:
 def _nbytes(view: GraphView, value: str) -> int:
     """Size of an initializer's contents, from its header (no data is read)."""
     tensor = view.initializers.get(value)
-    if tensor is None or tensor.data_type in (TensorProto.STRING, TensorProto.UNDEFINED):
-        return 0
-    count = 1
-    for d in tensor.dims:
-        count *= d
-    return count * _itemsize(tensor.data_type)
-
-
-@lru_cache(maxsize=None)
-def _itemsize(data_type: int) -> int:
-    return np.dtype(helper.tensor_dtype_to_np_dtype(data_type)).itemsize
+    return 0 if tensor is None else tensor_nbytes(tensor)

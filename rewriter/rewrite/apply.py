@@ -21,7 +21,7 @@ from onnx import AttributeProto, NodeProto, TensorProto, helper, numpy_helper
 
 from ..dsl import ast as A
 from ..dsl.schemas import attribute_type, find_schema, known_domains, normalize_domain
-from ..expr.evaluate import evaluate_quietly as evaluate  # the level runner sets errstate
+from ..expr.evaluate import evaluate_quietly  # the level runner sets numpy's errstate
 from ..expr.values import EvalFailure, Ref
 from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId
@@ -152,7 +152,7 @@ class Rewriter:
             return self._build_node(arg, None, build, env, match)[:1]
         if isinstance(arg, A.Const) and arg.value is None:
             return [""]
-        value = evaluate(arg, env)
+        value = evaluate_quietly(arg, env)
         if isinstance(value, Ref):
             return [value.name]
         if value is None:
@@ -175,7 +175,7 @@ class Rewriter:
                     copy.CopyFrom(attr)
                     attrs[attr.name] = copy
             else:
-                value = evaluate(item.value, env)
+                value = evaluate_quietly(item.value, env)
                 if value is None:
                     attrs.pop(item.name, None)
                     continue
@@ -255,7 +255,7 @@ class Rewriter:
                         build.defined[out.name] = name
                 continue
             (out,) = eq.outs
-            result = evaluate(value, env)
+            result = evaluate_quietly(value, env)
             if isinstance(result, Ref):
                 self._alias(out.name, result.name, build, match)
             elif result is None:
