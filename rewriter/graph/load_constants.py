@@ -20,6 +20,8 @@ from .types import tensor_nbytes
 from .view import constant_node_value, has_subgraphs
 
 _STANDARD = ("", "ai.onnx")
+# the standard ops with graph attributes; other standard nodes are not looked into
+_CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
 
 @dataclass
@@ -63,19 +65,22 @@ def take_constants(graph: GraphProto, max_identity_bytes: int) -> LoadedConstant
     for name in {i.name for i in graph.input}:
         sizes.pop(name, None)  # an initializer a caller can override is not a constant
     for index, node in enumerate(graph.node):
-        if has_subgraphs(node):
-            return LoadedConstants()
+        op = node.op_type
+        if op != "Constant" and op != "Identity":
+            if (op in _CONTROL_FLOW or node.domain not in _STANDARD) and has_subgraphs(node):
+                return LoadedConstants()
+            continue
         if node.domain not in _STANDARD or len(node.output) != 1 or node.output[0] in outputs \
                 or any(a.ref_attr_name for a in node.attribute):
             continue
         out = node.output[0]
-        if node.op_type == "Constant" and not node.input:
+        if op == "Constant" and not node.input:
             tensor = constant_node_tensor(node)
             if tensor is not None:
                 found.initializers.append(tensor)
                 sizes[out] = tensor_nbytes(tensor)
                 found.skipped.add(index)
-        elif node.op_type == "Identity" and len(node.input) == 1:
+        elif op == "Identity" and len(node.input) == 1:
             source = found.aliases.get(node.input[0], node.input[0])
             if sizes.get(source, max_identity_bytes + 1) <= max_identity_bytes:
                 found.aliases[out] = source

@@ -164,6 +164,10 @@ class GraphView:
         self._consumers: dict[str, dict[tuple[NodeId, int | str], None]] = {}
         self._by_op: dict[tuple[str, str], dict[NodeId, None]] = {}
         self._keys: dict[NodeId, tuple[str, str]] = {}  # node -> (domain, op type)
+        # node -> its input / output names: reading a protobuf repeated string field builds
+        # every str again (about 0.5 us each); the engine reads them far more than it edits
+        self._inputs: dict[NodeId, tuple[str, ...]] = {}
+        self._outputs: dict[NodeId, tuple[str, ...]] = {}
         self._with_subgraphs: dict[NodeId, None] = {}  # If/Loop/Scan... nodes, in order added
         self._implicit: dict[NodeId, list[str]] = {}
         self._ids = itertools.count()
@@ -266,7 +270,9 @@ class GraphView:
         self._by_op.setdefault(key, {})[node_id] = None
         if proto.name:
             self.node_names.add(proto.name)
-        for slot, out in enumerate(proto.output):
+        outputs = self._outputs[node_id] = tuple(proto.output)
+        inputs = self._inputs[node_id] = tuple(proto.input)
+        for slot, out in enumerate(outputs):
             if not out:
                 continue
             if out in self._producer:
@@ -276,7 +282,7 @@ class GraphView:
             for consumer, in_slot in self._consumers.setdefault(out, {}):
                 self._add_edge(node_id, consumer, in_slot, out, slot)
                 self.changes.append(consumer)
-        for slot, name in enumerate(proto.input):
+        for slot, name in enumerate(inputs):
             if name:
                 self._connect_input(node_id, slot, name)
         implicit = []
@@ -295,13 +301,13 @@ class GraphView:
         proto = self._nodes.pop(node_id)
         consumers = self._consumers
         # only the index here: removing the nx node below removes its edges too
-        for slot, name in enumerate(proto.input):
+        for slot, name in enumerate(self._inputs.pop(node_id)):
             if name and name in consumers:
                 consumers[name].pop((node_id, slot), None)
         for name in self._implicit.pop(node_id, []):
             if name in consumers:
                 consumers[name].pop((node_id, f"implicit:{name}"), None)
-        for out in proto.output:
+        for out in self._outputs.pop(node_id):
             if out and self._producer.get(out, (None,))[0] == node_id:
                 del self._producer[out]
                 self._const_cache.pop(out, None)
@@ -318,10 +324,12 @@ class GraphView:
     def set_input(self, node_id: NodeId, slot: int, value: str) -> None:
         """Make input ``slot`` of a node read ``value`` instead."""
         proto = self._nodes[node_id]
-        old = proto.input[slot]
+        inputs = self._inputs[node_id]
+        old = inputs[slot]
         if old:
             self._disconnect_input(node_id, slot, old)
         proto.input[slot] = value
+        self._inputs[node_id] = (*inputs[:slot], value, *inputs[slot + 1:])
         if value:
             self._connect_input(node_id, slot, value)
         self.changes.append(node_id)
@@ -357,6 +365,8 @@ class GraphView:
             out_edges = list(self.nx.out_edges(producer, keys=True, data=True))
             del self._producer[old]
             proto.output[slot] = new
+            outputs = self._outputs[producer]
+            self._outputs[producer] = (*outputs[:slot], new, *outputs[slot + 1:])
             self._producer[new] = (producer, slot)
             for _, consumer, key, data in out_edges:
                 if data["value"] == old:
@@ -421,10 +431,9 @@ class GraphView:
             producer = self.producer(value)
             if producer is None:
                 continue
-            proto = self._nodes[producer]
-            if any(o and (self.consumer_count(o) or self.is_graph_output(o)) for o in proto.output):
+            if any(o and (self.consumer_count(o) or self.is_graph_output(o)) for o in self._outputs[producer]):
                 continue
-            inputs = [i for i in proto.input if i] + self._implicit.get(producer, [])
+            inputs = [i for i in self._inputs[producer] if i] + self._implicit.get(producer, [])
             self.remove_node(producer)
             removed += 1
             candidates.extend(inputs)
@@ -435,6 +444,14 @@ class GraphView:
     # ------------------------------------------------------------------------ queries
     def node(self, node_id: NodeId) -> NodeProto:
         return self._nodes[node_id]
+
+    def inputs(self, node_id: NodeId) -> tuple[str, ...]:
+        """The node's input names (as ``node(id).input``, "" for an absent one), cached."""
+        return self._inputs[node_id]
+
+    def outputs(self, node_id: NodeId) -> tuple[str, ...]:
+        """The node's output names (as ``node(id).output``), cached."""
+        return self._outputs[node_id]
 
     def has_node(self, node_id: NodeId) -> bool:
         return node_id in self._nodes
@@ -516,9 +533,8 @@ class GraphView:
         if entry is None:
             return False
         source = entry[0]
-        if isinstance(source, int):
-            proto = self._nodes[source]
-            return proto.op_type == "Constant" and normalize_domain(proto.domain) == ""
+        if type(source) is int:
+            return self._keys[source] == ("", "Constant")
         return source[0] == "init"
 
     def constant(self, value: str) -> np.ndarray | None:
@@ -551,7 +567,7 @@ class GraphView:
         self._inferred_nodes.add(producer)
         proto = self._nodes[producer]
         input_types = {}
-        for name in proto.input:
+        for name in self._inputs[producer]:
             if name:
                 t = self.type_of(name)
                 if t is not None:
@@ -595,7 +611,7 @@ class GraphView:
     def op_type(self, value: str) -> str | None:
         """The op type of the node producing ``value`` (None for inputs and initializers)."""
         producer = self.producer(value)
-        return None if producer is None else self._nodes[producer].op_type
+        return None if producer is None else self._keys[producer][1]
 
     def attribute(self, node_id: NodeId, name: str) -> object:
         """A node attribute as a Python value (None when absent; no schema default;
@@ -609,8 +625,7 @@ class GraphView:
 
     def upstream(self, node_id: NodeId) -> Iterator[NodeId]:
         """Producers of the node's inputs (subgraph reads included)."""
-        proto = self._nodes[node_id]
-        for name in itertools.chain(proto.input, self._implicit.get(node_id, ())):
+        for name in itertools.chain(self._inputs[node_id], self._implicit.get(node_id, ())):
             entry = self._producer.get(name)
             if entry is not None and type(entry[0]) is int:
                 yield entry[0]
@@ -618,15 +633,14 @@ class GraphView:
     def downstream(self, node_id: NodeId) -> Iterator[NodeId]:
         """Consumers of the node's outputs (subgraph reads included)."""
         consumers = self._consumers
-        for name in self._nodes[node_id].output:
+        for name in self._outputs[node_id]:
             for consumer, _ in consumers.get(name, ()):
                 yield consumer
 
     def siblings(self, node_id: NodeId) -> Iterator[NodeId]:
         """Other consumers of the node's inputs."""
         consumers = self._consumers
-        proto = self._nodes[node_id]
-        for name in itertools.chain(proto.input, self._implicit.get(node_id, ())):
+        for name in itertools.chain(self._inputs[node_id], self._implicit.get(node_id, ())):
             for consumer, _ in consumers.get(name, ()):
                 if consumer != node_id:
                     yield consumer
@@ -653,7 +667,7 @@ class GraphView:
         """Node ids (all, or those of ``subset``) in a topological order that keeps the
         original order where it can (Kahn's algorithm, always taking the earliest ready
         node; O(E + N log N))."""
-        order, producer, implicit, nodes = self._order, self._producer, self._implicit, self._nodes
+        order, producer, implicit, nodes = self._order, self._producer, self._implicit, self._inputs
         members = nodes if subset is None else dict.fromkeys(n for n in subset if n in nodes)
         by_order = sorted(members, key=order.__getitem__)
         if self._is_topological(by_order, members):
@@ -662,7 +676,7 @@ class GraphView:
         successors: dict[NodeId, list[NodeId]] = {}
         for node_id in members:
             preds = set()
-            for name in itertools.chain(nodes[node_id].input, implicit.get(node_id, ())):
+            for name in itertools.chain(nodes[node_id], implicit.get(node_id, ())):
                 entry = producer.get(name)
                 if entry is not None and type(entry[0]) is int and entry[0] in members:
                     preds.add(entry[0])
@@ -686,10 +700,10 @@ class GraphView:
     def _is_topological(self, ids: list[NodeId], members) -> bool:
         """Whether every node of ``ids`` comes after the producers of its inputs (among
         ``members``)."""
-        producer, implicit, nodes = self._producer, self._implicit, self._nodes
+        producer, implicit, inputs = self._producer, self._implicit, self._inputs
         placed: set[NodeId] = set()
         for node_id in ids:
-            names = nodes[node_id].input
+            names = inputs[node_id]
             if node_id in implicit:
                 names = [*names, *implicit[node_id]]
             for name in names:
@@ -723,6 +737,8 @@ class GraphView:
         assert actual_readers == expected_readers, "consumer index out of sync"
         for node_id, proto in self._nodes.items():
             assert self._keys[node_id] == (normalize_domain(proto.domain), proto.op_type)
+            assert self._inputs[node_id] == tuple(proto.input), f"inputs of node {node_id}"
+            assert self._outputs[node_id] == tuple(proto.output), f"outputs of node {node_id}"
             assert node_id in self._by_op[self._keys[node_id]]
             for slot, out in enumerate(proto.output):
                 assert not out or self._producer.get(out) == (node_id, slot), f"producer of '{out}'"
@@ -737,7 +753,7 @@ class GraphView:
     def constant_values(self) -> list[str]:
         """Initializers (not graph inputs) and outputs of Constant nodes."""
         return [name for name in self.initializers if self.is_initializer(name)] + \
-            [self._nodes[n].output[0] for n in self._by_op.get(("", "Constant"), ()) if self._nodes[n].output]
+            [self._outputs[n][0] for n in self._by_op.get(("", "Constant"), ()) if self._outputs[n]]
 
     def live_values(self) -> set[str]:
         return set(self._producer)

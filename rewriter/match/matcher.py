@@ -190,11 +190,11 @@ class Neighborhood:
     """Op keys around a node — what produces its inputs, what consumes each output — each
     read once, when a rule's root check first asks (rules at one root share it)."""
 
-    __slots__ = ("view", "proto", "_producers", "_constant", "_consumers")
+    __slots__ = ("view", "root", "_producers", "_constant", "_consumers")
 
     def __init__(self, view: GraphView, root: NodeId) -> None:
         self.view = view
-        self.proto = view.node(root)
+        self.root = root
         self._producers: frozenset | None = None
         self._constant: bool | None = None
         self._consumers: dict[int, frozenset] = {}
@@ -202,19 +202,19 @@ class Neighborhood:
     def producers(self) -> frozenset:
         if self._producers is None:
             producer_key = self.view.producer_key
-            self._producers = frozenset(producer_key(name) for name in self.proto.input)
+            self._producers = frozenset(producer_key(name) for name in self.view.inputs(self.root))
         return self._producers
 
     def constant_input(self) -> bool:
         if self._constant is None:
             is_constant = self.view.is_constant
-            self._constant = any(is_constant(name) for name in self.proto.input if name)
+            self._constant = any(is_constant(name) for name in self.view.inputs(self.root) if name)
         return self._constant
 
     def consumers(self, slot: int) -> frozenset:
         found = self._consumers.get(slot)
         if found is None:
-            outputs = self.proto.output
+            outputs = self.view.outputs(self.root)
             node_key = self.view.node_key
             found = frozenset(node_key(c) for c, _ in self.view.consumer_slots(outputs[slot])) \
                 if slot < len(outputs) and outputs[slot] else frozenset()
@@ -303,7 +303,6 @@ class Matcher:
             if node_id in state.used:
                 continue
             domain, op = view.node_key(node_id)
-            proto = view.node(node_id)
             for alternative in equation.alternatives:
                 if alternative.op != op or alternative.domain != domain:
                     if self.record_failures:
@@ -312,11 +311,13 @@ class Matcher:
                 # this node as this alternative: outputs, attributes, then each operand
                 # order (commutative ops) binds the inputs; each binding goes one step deeper
                 mark = state.mark()
-                if self._match_outputs(equation, proto, state) and \
+                if self._match_outputs(equation, view.outputs(node_id), state) and \
                         self._match_attrs(alternative, node_id, state, step_index):
-                    inputs = list(proto.input)
-                    while inputs and not inputs[-1]:
-                        inputs.pop()
+                    inputs = view.inputs(node_id)
+                    if inputs and not inputs[-1]:  # trailing absent optional inputs
+                        inputs = list(inputs)
+                        while inputs and not inputs[-1]:
+                            inputs.pop()
                     for order in self._input_orders(alternative, inputs):
                         inner = state.mark()
                         if self._match_inputs(alternative, order, state, step_index):
@@ -349,11 +350,11 @@ class Matcher:
         return True
 
     # ----------------------------------------------------------------- one node
-    def _match_outputs(self, equation: A.Equation, proto, state: _State) -> bool:
+    def _match_outputs(self, equation: A.Equation, outputs: tuple[str, ...], state: _State) -> bool:
         for slot, out in enumerate(equation.outs):
             if out.name is None:
                 continue
-            value = proto.output[slot] if slot < len(proto.output) else ""
+            value = outputs[slot] if slot < len(outputs) else ""
             if not value:
                 if not out.optional or not state.unify_value(out.name, None):
                     return False

@@ -21,7 +21,7 @@ from onnx import NodeProto, TypeProto
 
 from ..dsl.schemas import OpInfo, find_schema, normalize_domain
 from ..errors import RewriterError
-from ..graph.view import GraphView
+from ..graph.view import GraphView, NodeId
 from .providers import CPU, provider_name
 
 _DATA_DIR = Path(__file__).resolve().parent / "kernels"
@@ -50,21 +50,26 @@ class KernelTable:
     def __len__(self) -> int:
         return sum(len(v) for v in self.by_op.values())
 
-    def supports(self, view: GraphView, proto: NodeProto) -> bool:
+    def supports(self, view: GraphView, proto: NodeProto, node_id: NodeId | None = None) -> bool:
         """Whether this provider has a kernel for the node as it is (op, version, types).
 
         The node need not be in the view yet (a replacement being checked); the types of
-        its inputs and outputs are looked up there."""
-        domain = normalize_domain(proto.domain)
-        if domain == "" and proto.op_type == "Constant":
+        its inputs and outputs are looked up there.  ``node_id`` names it when it is in the
+        view (its names are then read from the view's cache)."""
+        if node_id is None:
+            domain, op = normalize_domain(proto.domain), proto.op_type
+            inputs, outputs = proto.input, proto.output
+        else:
+            (domain, op), inputs, outputs = view.node_key(node_id), view.inputs(node_id), view.outputs(node_id)
+        if domain == "" and op == "Constant":
             return True  # ONNX Runtime turns Constant nodes into initializers before partitioning
-        kernels = self.by_op.get((domain, proto.op_type))
+        kernels = self.by_op.get((domain, op))
         if not kernels:
             return False
-        type_of = view.type_of
-        key = (domain, proto.op_type, view.opset(domain),
-               tuple([_type_string(type_of(n)) if n else "" for n in proto.input]),
-               tuple([_type_string(type_of(n)) if n else "" for n in proto.output]))
+        type_string = _type_strings(view)
+        key = (domain, op, view.opset(domain),
+               tuple([type_string(n) if n else "" for n in inputs]),
+               tuple([type_string(n) if n else "" for n in outputs]))
         answer = self._answers.get(key)
         if answer is None:
             answer = self._answers[key] = self._supports(view, proto, domain, kernels)
@@ -81,6 +86,23 @@ class KernelTable:
                    for name, allowed in kernel.types.items()):
                 return True
         return False
+
+
+def _type_strings(view: GraphView):
+    """``value -> _type_string(view.type_of(value))``, remembered in the view per type
+    (types are replaced, never edited): kernel checks ask for the same values again."""
+    cache = view.pass_caches.setdefault("kernel_type_strings", {})
+    type_of = view.type_of
+
+    def type_string(value: str) -> str | None:
+        type_proto = type_of(value)
+        cached = cache.get(value)
+        if cached is not None and cached[0] is type_proto:
+            return cached[1]
+        found = _type_string(type_proto)
+        cache[value] = (type_proto, found)
+        return found
+    return type_string
 
 
 def _type_string(type_proto: TypeProto | None) -> str | None:

@@ -73,10 +73,12 @@ def partition(state: ModelState, providers: list[str] | str | None = None,
     view = state.view
     node_ids = sorted(view.node_ids(), key=view.order_of)  # each node decides alone: any fixed order
     assigned: dict[int, str] = {}
+    annotated: set[int] = set()  # (their annotations are cleared at the end)
     for node_id in node_ids:  # 1. layering annotations
         annotation = get_metadata(view.node(node_id), LAYER_ANNOTATION_KEY)
         if annotation is None:
             continue
+        annotated.add(node_id)
         rule = first_match([r for r in rules if decisions[r.text].provider is not None], annotation)
         if rule is None:
             continue
@@ -94,7 +96,7 @@ def partition(state: ModelState, providers: list[str] | str | None = None,
     for provider in order:  # 2. first come, first served by priority
         table = tables[provider]
         for node_id in node_ids:
-            if node_id not in assigned and table.supports(view, view.node(node_id)):
+            if node_id not in assigned and table.supports(view, view.node(node_id), node_id):
                 assigned[node_id] = provider
     for node_id in node_ids:  # 3. CPU fallback
         if node_id not in assigned:
@@ -104,7 +106,9 @@ def partition(state: ModelState, providers: list[str] | str | None = None,
                                    f"({proto.domain + '.' if proto.domain else ''}{proto.op_type}); "
                                    f"left on CPU")
     for node_id, provider in assigned.items():
-        set_metadata(view.node(node_id), EXECUTION_PROVIDER_KEY, provider)
-        _clear_annotation(view.node(node_id))
+        proto = view.node(node_id)
+        set_metadata(proto, EXECUTION_PROVIDER_KEY, provider)
+        if node_id in annotated or view.has_subgraphs(node_id):
+            _clear_annotation(proto)
     report.counts = dict(Counter(assigned[n] for n in node_ids))
     return report

@@ -59,7 +59,7 @@ class _Keys:
         reader of it with the same op.  Nodes of constants only are always compared."""
         view = self.view
         key = view.node_key(node_id)
-        for value in view.node(node_id).input:
+        for value in view.inputs(node_id):
             if not value or view.is_initializer(value):
                 continue  # equal constants of other names count as the same input
             if value in self.merged:
@@ -87,14 +87,16 @@ class _Keys:
     def key(self, node_id: NodeId) -> tuple | None:
         """The node's key, or None when it must not be merged."""
         view = self.view
+        domain, op = view.node_key(node_id)
+        if op in _NONDETERMINISTIC or view.has_subgraphs(node_id):
+            return None
+        outputs = view.outputs(node_id)
+        if any(o and view.is_graph_output(o) for o in outputs):
+            return None
         proto = view.node(node_id)
-        if proto.op_type in _NONDETERMINISTIC or view.has_subgraphs(node_id):
-            return None
-        if any(o and view.is_graph_output(o) for o in proto.output):
-            return None
         attributes = tuple(sorted(a.SerializeToString() for a in proto.attribute)) if proto.attribute else ()
-        return (normalize_domain(proto.domain), proto.op_type, tuple(self.canon(i) for i in proto.input),
-                len(proto.output), attributes,
+        return (domain, op, tuple(self.canon(i) for i in view.inputs(node_id)),
+                len(outputs), attributes,
                 annotation_of(proto), provider_of(proto))  # never merge across placements
 
 
@@ -107,8 +109,8 @@ def _merge_constants(view: GraphView, keys: _Keys) -> None:
 
 def _merge(view: GraphView, duplicate: NodeId, first: NodeId) -> int:
     """Make ``duplicate``'s consumers read ``first``'s outputs; returns nodes removed."""
-    outputs = [o for o in view.node(duplicate).output if o]
-    for mine, theirs in zip(view.node(duplicate).output, view.node(first).output):
+    outputs = [o for o in view.outputs(duplicate) if o]
+    for mine, theirs in zip(view.outputs(duplicate), view.outputs(first)):
         if mine:
             view.replace_uses(mine, theirs)
     return view.remove_dead(outputs)
@@ -138,7 +140,7 @@ def eliminate_common_subexpressions(state: ModelState, changed: list[NodeId] | N
         first = seen.setdefault(key, node_id)
         if first != node_id:
             duplicates.append((node_id, first))
-            for mine, theirs in zip(view.node(node_id).output, view.node(first).output):
+            for mine, theirs in zip(view.outputs(node_id), view.outputs(first)):
                 if mine:
                     keys.canonical[mine] = theirs
                     keys.merged.update((mine, theirs))
@@ -163,7 +165,7 @@ def _eliminate_among(view: GraphView, changed: list[NodeId]) -> int:
         for node_id in queue:
             if not view.has_node(node_id):
                 continue
-            inputs = [i for i in view.node(node_id).input if i]
+            inputs = [i for i in view.inputs(node_id) if i]
             if not inputs:
                 continue
             # a duplicate reads every input too: look among the readers of the rarest one

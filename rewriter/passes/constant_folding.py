@@ -92,19 +92,20 @@ def _fold_static_shapes(view: GraphView) -> int:
 
 
 def _foldable(view: GraphView, node_id: NodeId, constant_values: set[str]) -> bool:
-    proto = view.node(node_id)
-    if view.node_key(node_id)[0] != "" or proto.op_type in NOT_FOLDED:
+    domain, op = view.node_key(node_id)
+    if domain != "" or op in NOT_FOLDED:
         return False
     is_constant = view.is_constant
-    for value in proto.input:  # the usual reason, so asked first
+    inputs = view.inputs(node_id)
+    for value in inputs:  # the usual reason, so asked first
         if value and value not in constant_values and not is_constant(value):
             return False
-    if view.has_subgraphs(node_id) or any(a.ref_attr_name for a in proto.attribute):
+    if view.has_subgraphs(node_id) or any(a.ref_attr_name for a in view.node(node_id).attribute):
         return False  # control flow; or inside a function, an attribute set by the caller
-    if any(o and view.is_graph_output(o) for o in proto.output):
+    if any(o and view.is_graph_output(o) for o in view.outputs(node_id)):
         return False
     # evaluating copies its inputs into a session: big weights stay as they are
-    return sum(_nbytes(view, i) for i in proto.input if i) <= LARGE_INPUT
+    return sum(_nbytes(view, i) for i in inputs if i) <= LARGE_INPUT
 
 
 def _foldable_nodes(view: GraphView, changed: list[NodeId] | None = None) -> list[NodeId]:
@@ -120,7 +121,7 @@ def _foldable_nodes(view: GraphView, changed: list[NodeId] | None = None) -> lis
         if node_id in chosen or not _foldable(view, node_id, constant_values):
             continue
         chosen[node_id] = None
-        constant_values.update(o for o in view.node(node_id).output if o)
+        constant_values.update(o for o in view.outputs(node_id) if o)
         queue.extend(view.downstream(node_id))  # rechecked now that this input is constant
     return view.topological_ids(chosen) if chosen else []
 

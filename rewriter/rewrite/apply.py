@@ -299,14 +299,14 @@ class Rewriter:
         equations = match.rule.rule.equations
         context = {node_id for index, node_id in match.nodes.items() if equations[index].keep}
         kept: set[NodeId] = set(context)
-        referenced |= {i for node_id in context for i in view.node(node_id).input if i}  # what they read stays
+        referenced |= {i for node_id in context for i in view.inputs(node_id) if i}  # what they read stays
         stack = [view.producer(v) for v in referenced]
         while stack:
             node_id = stack.pop()
             if node_id is None or node_id not in matched or node_id in kept:
                 continue
             kept.add(node_id)
-            stack.extend(view.producer(i) for i in view.node(node_id).input if i)
+            stack.extend(view.producer(i) for i in view.inputs(node_id) if i)
         return matched - kept
 
     def _check(self, match: Match, build: _Build, deleted: set[NodeId]) -> None:
@@ -315,7 +315,7 @@ class Rewriter:
         referenced = build.reads()
         dying: dict[NodeId, bool] = {}
         for node_id in deleted:
-            for value in view.node(node_id).output:
+            for value in view.outputs(node_id):
                 if not value or value in replaced:
                     continue
                 if view.is_graph_output(value):
@@ -355,7 +355,7 @@ class Rewriter:
         view = self.view
         if depth > 12 or view.has_subgraphs(node_id):
             return False
-        for out in view.node(node_id).output:
+        for out in view.outputs(node_id):
             if not out:
                 continue
             if out in referenced or view.is_graph_output(out):
@@ -384,13 +384,13 @@ class Rewriter:
         self._check(match, build, deleted)
 
         root_order = view.order_of(match.root)
-        watched = {i for n in deleted for i in view.node(n).input if i}
+        watched = {i for n in deleted for i in view.inputs(n) if i}
         watched.update(i for node in build.nodes for i in node.input if i)
         watched.update(source for _, source in build.aliases)
         consumers_before = {v: view.consumer_count(v) for v in watched}
         dead_candidates: list[str] = []
         for node_id in deleted:
-            dead_candidates.extend(i for i in view.node(node_id).input if i)
+            dead_candidates.extend(i for i in view.inputs(node_id) if i)
             view.remove_node(node_id)
         for tensor in build.initializers:
             view.add_initializer(tensor)
