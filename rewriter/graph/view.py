@@ -21,6 +21,7 @@ from onnx import AttributeProto, GraphProto, NodeProto, TensorProto, TypeProto, 
 
 from ..dsl.schemas import attribute_value, normalize_domain
 from . import types as T
+from .metadata import set_metadata
 from .symbolic_shapes import is_incomplete
 
 NodeId = int
@@ -176,6 +177,7 @@ class GraphView:
         self._shapes: dict[str, tuple] = {}  # value -> (its TypeProto, dims read from it)
         self._incomplete: dict[str, tuple] = {}  # value -> (its TypeProto, is_incomplete)
         self._attributes: dict[NodeId, dict[str, object]] = {}  # node -> attribute values
+        self._metadata: dict[NodeId, dict[str, str]] = {}  # node -> metadata_props, as read
         self.pass_caches: dict[str, dict] = {}  # built-in passes' memos, as long as the view lives
         self.types: dict[str, TypeProto] = dict(types or {})
         self._inferred_nodes: set[NodeId] = set()
@@ -318,6 +320,7 @@ class GraphView:
         del self._order[node_id]
         self._with_subgraphs.pop(node_id, None)
         self._attributes.pop(node_id, None)
+        self._metadata.pop(node_id, None)
         self._inferred_nodes.discard(node_id)
         return proto
 
@@ -623,6 +626,30 @@ class GraphView:
                 for attr in self._nodes[node_id].attribute}
         return values.get(name)
 
+    def metadata(self, node_id: NodeId) -> dict[str, str]:
+        """The node's ``metadata_props`` as a dict (read once; the first entry of a key
+        wins).  Edit them with ``set_metadata`` (or call ``metadata_changed`` after editing
+        the proto)."""
+        values = self._metadata.get(node_id)
+        if values is None:
+            values = {}
+            for entry in self._nodes[node_id].metadata_props:
+                values.setdefault(entry.key, entry.value)
+            self._metadata[node_id] = values
+        return values
+
+    def metadata_changed(self, node_id: NodeId) -> None:
+        self._metadata.pop(node_id, None)
+
+    def set_metadata(self, node_id: NodeId, key: str, value: str | None) -> None:
+        """Set (None: remove) one metadata entry of a node, in its proto and here."""
+        values = self.metadata(node_id)
+        set_metadata(self._nodes[node_id], key, value)
+        if value is None:
+            values.pop(key, None)
+        else:
+            values[key] = value
+
     def upstream(self, node_id: NodeId) -> Iterator[NodeId]:
         """Producers of the node's inputs (subgraph reads included)."""
         for name in itertools.chain(self._inputs[node_id], self._implicit.get(node_id, ())):
@@ -739,6 +766,9 @@ class GraphView:
             assert self._keys[node_id] == (normalize_domain(proto.domain), proto.op_type)
             assert self._inputs[node_id] == tuple(proto.input), f"inputs of node {node_id}"
             assert self._outputs[node_id] == tuple(proto.output), f"outputs of node {node_id}"
+            if node_id in self._metadata:
+                assert self._metadata[node_id] == {e.key: e.value for e in reversed(proto.metadata_props)}, \
+                    f"metadata of node {node_id}"
             assert node_id in self._by_op[self._keys[node_id]]
             for slot, out in enumerate(proto.output):
                 assert not out or self._producer.get(out) == (node_id, slot), f"producer of '{out}'"

@@ -75,7 +75,7 @@ def partition(state: ModelState, providers: list[str] | str | None = None,
     assigned: dict[int, str] = {}
     annotated: set[int] = set()  # (their annotations are cleared at the end)
     for node_id in node_ids:  # 1. layering annotations
-        annotation = get_metadata(view.node(node_id), LAYER_ANNOTATION_KEY)
+        annotation = view.metadata(node_id).get(LAYER_ANNOTATION_KEY)
         if annotation is None:
             continue
         annotated.add(node_id)
@@ -107,8 +107,9 @@ def partition(state: ModelState, providers: list[str] | str | None = None,
                                    f"left on CPU")
     for node_id, provider in assigned.items():
         proto = view.node(node_id)
-        set_metadata(proto, EXECUTION_PROVIDER_KEY, provider)
+        view.set_metadata(node_id, EXECUTION_PROVIDER_KEY, provider)
         if node_id in annotated or view.has_subgraphs(node_id):
             _clear_annotation(proto)
+            view.metadata_changed(node_id)
     report.counts = dict(Counter(assigned[n] for n in node_ids))
     return report

@@ -15,7 +15,7 @@ from onnx import TensorProto
 from ..dsl.schemas import normalize_domain
 from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId
-from ..rewrite.propagation import annotation_of, provider_of
+from ..rewrite.propagation import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
 
 _SHARED_CONSTANT_BYTES = 1024  # constants up to this size are compared by content
 _NONDETERMINISTIC = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike",
@@ -94,10 +94,11 @@ class _Keys:
         if any(o and view.is_graph_output(o) for o in outputs):
             return None
         proto = view.node(node_id)
+        placement = view.metadata(node_id)
         attributes = tuple(sorted(a.SerializeToString() for a in proto.attribute)) if proto.attribute else ()
         return (domain, op, tuple(self.canon(i) for i in view.inputs(node_id)),
                 len(outputs), attributes,
-                annotation_of(proto), provider_of(proto))  # never merge across placements
+                placement.get(LAYER_ANNOTATION_KEY), placement.get(EXECUTION_PROVIDER_KEY))  # never across placements
 
 
 def _merge_constants(view: GraphView, keys: _Keys) -> None:

@@ -26,7 +26,7 @@ from ..expr.values import EvalFailure, Ref
 from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId
 from ..match.matcher import Match, attribute_with_default
-from .propagation import inherit_placement
+from .propagation import copy_placement
 
 
 class Refused(Exception):
@@ -130,10 +130,10 @@ class Rewriter:
     """Applies matches to a ``ModelState``."""
 
     def __init__(self, state: ModelState,
-                 check_node: Callable[[NodeProto, NodeProto], str | None] | None = None) -> None:
+                 check_node: Callable[[NodeProto, NodeId], str | None] | None = None) -> None:
         self.state = state
         self.view = state.view
-        self.check_node = check_node  # extra veto on each built node, given the root: a reason
+        self.check_node = check_node  # extra veto on each built node, given the root's id: a reason
 
     # ------------------------------------------------------------------- build
     def _input_values(self, arg: A.Expr, build: _Build, env: _ReplacementEnv, match: Match) -> list[str]:
@@ -206,6 +206,7 @@ class Rewriter:
         while outputs and not outputs[-1]:
             outputs.pop()
         root = self.view.node(match.root)
+        root_metadata = self.view.metadata(match.root)
         base = root.name or rule.name
         node = NodeProto(op_type=op, input=inputs, output=outputs,
                          name=self.view.fresh_node_name(f"{base}/{rule.name}"),
@@ -213,9 +214,9 @@ class Rewriter:
         if domain:
             node.domain = domain
         self._validate(node, domain)
-        inherit_placement(root, node)
+        copy_placement(root_metadata, node)  # (the placement is inherited, always)
         if self.check_node is not None:
-            reason = self.check_node(node, root)
+            reason = self.check_node(node, match.root)
             if reason:
                 raise Refused(reason)
         if domain:

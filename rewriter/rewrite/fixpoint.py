@@ -25,7 +25,7 @@ from ..graph.view import GraphView, NodeId
 from ..match.matcher import Matcher
 from ..match.plan import CompiledRule, compile_rule
 from .apply import Refused, Rewriter
-from .propagation import annotation_of, provider_of
+from .propagation import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
 
 MAX_ROUNDS = 16
 MAX_REFUSALS_PER_ROOT = 16
@@ -226,22 +226,21 @@ class LevelRunner:
         return None
 
     def _placement_allows(self, rule: CompiledRule, match) -> bool:
-        view = self.state.view
-        nodes = [view.node(n) for n in match.nodes.values()]
+        metadata = self.state.view.metadata
         if self.placement.after_partition:
-            providers = {provider_of(n) for n in nodes}
+            providers = {metadata(n).get(EXECUTION_PROVIDER_KEY) for n in match.nodes.values()}
             if len(providers) != 1:
                 return False  # never fuse nodes of different providers
             allowed = self.allowed.get(rule.name)
             return not allowed or next(iter(providers)) in allowed
         if self.placement.respect_annotations:
-            return len({annotation_of(n) for n in nodes}) == 1
+            return len({metadata(n).get(LAYER_ANNOTATION_KEY) for n in match.nodes.values()}) == 1
         return True
 
-    def _kernel_check(self, node, root) -> str | None:
+    def _kernel_check(self, node, root: NodeId) -> str | None:
         from ..partition.kernels import kernel_table
 
-        provider = provider_of(root)
+        provider = self.state.view.metadata(root).get(EXECUTION_PROVIDER_KEY)
         if provider is None or kernel_table(provider).supports(self.state.view, node):
             return None
         return f"{provider} has no kernel for {node.op_type} as built"
