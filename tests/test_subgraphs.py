@@ -132,3 +132,18 @@ def test_model_local_functions_are_optimized_and_stay_valid():
     assert list(after.functions[0].input) == ["a", "b"] and list(after.functions[0].output) == ["out"]
     assert list(after.functions[0].attribute) == ["alpha", "to"]
     assert_same_outputs(before, after)
+
+
+def test_every_op_with_graph_attributes_is_looked_into():
+    """The view reads attributes only of nodes that may hold subgraphs: no standard op
+    whose schema (any version) declares a graph attribute may be left out of that."""
+    from onnx import AttributeProto
+
+    from rewriter.dsl.schemas import normalize_domain
+    from rewriter.graph.view import may_have_subgraphs
+
+    with_graphs = {(normalize_domain(s.domain), s.name) for s in onnx.defs.get_all_schemas_with_history()
+                   if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in s.attributes.values())}
+    assert ("", "If") in with_graphs and ("", "Loop") in with_graphs
+    assert all(may_have_subgraphs(domain, op) for domain, op in with_graphs)
+    assert not may_have_subgraphs("", "Relu")

@@ -17,11 +17,10 @@ import numpy as np
 from onnx import GraphProto, NodeProto, TensorProto, helper, numpy_helper
 
 from .types import tensor_nbytes
-from .view import constant_node_value, has_subgraphs
+from ..dsl.schemas import normalize_domain
+from .view import constant_node_value, has_subgraphs, may_have_subgraphs
 
 _STANDARD = ("", "ai.onnx")
-# the standard ops with graph attributes; other standard nodes are not looked into
-_CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
 
 @dataclass
@@ -67,7 +66,7 @@ def take_constants(graph: GraphProto, max_identity_bytes: int) -> LoadedConstant
     for index, node in enumerate(graph.node):
         op = node.op_type
         if op != "Constant" and op != "Identity":
-            if (op in _CONTROL_FLOW or node.domain not in _STANDARD) and has_subgraphs(node):
+            if may_have_subgraphs(normalize_domain(node.domain), op) and has_subgraphs(node):
                 return LoadedConstants()
             continue
         if node.domain not in _STANDARD or len(node.output) != 1 or node.output[0] in outputs \

@@ -86,27 +86,30 @@ def _tensor_problem(tensor: TensorProto) -> str | None:
     return None
 
 
-def _check_node_schema(proto: onnx.NodeProto, opsets: dict[str, int]) -> None:
+def _check_node_schema(view: GraphView, node_id: int, opsets: dict[str, int]) -> None:
     """Standard-domain nodes must be ops their opset defines, with their inputs given."""
-    domain = normalize_domain(proto.domain)
+    domain, op = view.node_key(node_id)
     if domain not in ("", "ai.onnx.ml"):
         return  # contrib and custom ops: kept as they are
     version = opsets.get(domain)
     if version is None:
-        raise ModelError(f"malformed graph: {_label(proto)} uses domain {domain}, which the model does not import")
-    info = find_schema(domain, proto.op_type, version)
+        raise ModelError(f"malformed graph: {_label(view.node(node_id))} uses domain {domain}, "
+                         f"which the model does not import")
+    info = find_schema(domain, op, version)
     if info is None:
-        raise ModelError(f"malformed graph: {_label(proto)} is {proto.op_type}, which "
+        raise ModelError(f"malformed graph: {_label(view.node(node_id))} is {op}, which "
                          f"{domain or 'ai.onnx'} opset {version} does not define")
-    inputs = list(proto.input)
-    while inputs and not inputs[-1]:
-        inputs.pop()
-    if not info.min_inputs <= len(inputs) <= info.max_inputs and not (
-            len(inputs) < info.min_inputs and len(proto.input) >= info.min_inputs):
-        raise ModelError(f"malformed graph: {_label(proto)} ({proto.op_type}) has {len(inputs)} inputs, "
+    given = view.inputs(node_id)
+    count = len(given)
+    while count and not given[count - 1]:
+        count -= 1
+    if not info.min_inputs <= count <= info.max_inputs and not (
+            count < info.min_inputs and len(given) >= info.min_inputs):
+        raise ModelError(f"malformed graph: {_label(view.node(node_id))} ({op}) has {count} inputs, "
                          f"opset {version} takes {info.min_inputs} to {info.max_inputs}")
-    if "" in proto.input:
-        for index, name in enumerate(proto.input):
+    if "" in given:
+        proto = view.node(node_id)
+        for index, name in enumerate(given):
             if not name and index < len(info.required_inputs) and info.required_inputs[index]:
                 raise ModelError(f"malformed graph: {_label(proto)} ({proto.op_type}) leaves its "
                                  f"required input {index} empty")
@@ -155,17 +158,15 @@ class ModelState:
             problem = _tensor_problem(tensor)
             if problem:
                 raise ModelError(f"malformed initializer '{tensor.name}': {problem}")
-        names: set[str] = set()
+        if view.repeated_node_names:  # onnxruntime refuses such a graph
+            raise ModelError(f"malformed graph: two nodes are named '{view.repeated_node_names[0]}'")
         for node_id in view.node_ids():
-            proto = view.node(node_id)
-            _check_node_schema(proto, self.opsets)
-            if proto.name and proto.name in names:  # onnxruntime refuses such a graph
-                raise ModelError(f"malformed graph: two nodes are named '{proto.name}'")
-            names.add(proto.name)
+            _check_node_schema(view, node_id, self.opsets)
             if view.loaded_in_order:
                 continue  # every input was produced by then
-            for name in proto.input:
+            for name in view.inputs(node_id):
                 if name and not view.has_value(name):
+                    proto = view.node(node_id)
                     raise ModelError(f"malformed graph: node '{proto.name or proto.op_type}' reads "
                                      f"'{name}', which no node, input or initializer produces")
         for output in view.graph_outputs:

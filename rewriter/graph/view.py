@@ -42,6 +42,17 @@ FUNCTION_ATTRIBUTE = _FunctionAttribute()
 _GRAPH_ATTRIBUTES = (AttributeProto.GRAPH, AttributeProto.GRAPHS)
 
 
+# the standard ops with graph attributes (onnx's schemas, every version)
+_CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+
+
+def may_have_subgraphs(domain: str, op: str) -> bool:
+    """Whether a node of this (normalized) domain and op can hold a graph attribute: the
+    standard control-flow ops and any op of another domain.  Asking this first spares
+    reading the attributes of every other node."""
+    return op in _CONTROL_FLOW or (domain != "" and domain != "ai.onnx.ml")
+
+
 def has_subgraphs(node: NodeProto) -> bool:
     """Whether the node holds a graph attribute (If, Loop, Scan...): cheaper than asking
     ``subgraphs_of`` for the first one."""
@@ -198,6 +209,7 @@ class GraphView:
         for tensor in constants.initializers if constants else ():
             self.initializers[tensor.name] = tensor
         self.node_names: set[str] = set()
+        self.repeated_node_names: list[str] = []  # names two loaded nodes share
         # a set passed in is shared (subgraph views keep fresh names unique model-wide)
         self.value_names: set[str] = reserved_names if isinstance(reserved_names, set) else set(reserved_names)
 
@@ -270,8 +282,11 @@ class GraphView:
             self.nx.add_node(node_id)
         key = self._keys[node_id] = (normalize_domain(proto.domain), proto.op_type)
         self._by_op.setdefault(key, {})[node_id] = None
-        if proto.name:
-            self.node_names.add(proto.name)
+        name = proto.name
+        if name:
+            if self._pending_nodes is not None and name in self.node_names:
+                self.repeated_node_names.append(name)
+            self.node_names.add(name)
         outputs = self._outputs[node_id] = tuple(proto.output)
         inputs = self._inputs[node_id] = tuple(proto.input)
         for slot, out in enumerate(outputs):
@@ -288,7 +303,7 @@ class GraphView:
             if name:
                 self._connect_input(node_id, slot, name)
         implicit = []
-        if has_subgraphs(proto):
+        if may_have_subgraphs(*key) and has_subgraphs(proto):
             self._with_subgraphs[node_id] = None
             implicit = _implicit_inputs(proto)
         if implicit:
