@@ -107,15 +107,16 @@ def _implicit_inputs(node: NodeProto) -> list[str]:
 def _direct(graph: nx.MultiDiGraph) -> bool:
     """Whether NetworkX keeps the adjacency dicts this module writes directly (3.x)."""
     return isinstance(getattr(graph, "_succ", None), dict) and isinstance(getattr(graph, "_pred", None), dict) \
-        and getattr(nx, "_clear_cache", None) is not None
+        and getattr(nx, "_clear_cache", None) is not None and graph.edge_attr_dict_factory is dict
 
 
 def _add_edges(graph: nx.MultiDiGraph, edges) -> None:
     """``graph.add_edges_from(edges)`` for (u, v, key, data) edges between existing nodes,
     written into NetworkX's adjacency dicts directly: the public call goes through
     ``add_edge`` and two view lookups per edge, which was a third of building a large view
-    and a fifth of a rewrite.  Falls back to it if NetworkX's layout is not the one this
-    was written for."""
+    and a fifth of a rewrite.  Each ``data`` dict must be a fresh one: it becomes the
+    edge's attribute dict.  Falls back to the public call if NetworkX's layout is not the
+    one this was written for."""
     if not _DIRECT:
         graph.add_edges_from(edges)
         return
@@ -124,7 +125,7 @@ def _add_edges(graph: nx.MultiDiGraph, edges) -> None:
         keydict = succ[u].get(v)
         if keydict is None:
             keydict = succ[u][v] = pred[v][u] = graph.edge_key_dict_factory()
-        keydict[key] = graph.edge_attr_dict_factory(data)
+        keydict[key] = data
     nx._clear_cache(graph)
 
 
