@@ -80,7 +80,12 @@ def _arith(op: str, left: object, right: object) -> object:
     return _ARITH[op](left, right)
 
 
+_PLAIN_TYPES = frozenset({int, float, str, bool, list})
+
+
 def _compare(op: str, left: object, right: object) -> object:
+    if type(left) in _PLAIN_TYPES and type(right) in _PLAIN_TYPES:  # no numpy involved
+        return bool(_COMPARE[op](left, right))
     if left is None or right is None:
         return (left is right) if op == "==" else (left is not right) if op == "!=" else False
     if isinstance(left, list) and isinstance(right, np.ndarray):

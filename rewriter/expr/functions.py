@@ -491,6 +491,8 @@ def _size(x):
 @_value_fn("list", 1, 1)
 def _list(x):
     """list(x): a constant's elements as a flat list."""
+    if type(x) is list and all(type(v) is int for v in x):
+        return list(x)  # a shape, a perm: what numpy would give back anyway
     return _array(x).reshape(-1).tolist()
 
 
