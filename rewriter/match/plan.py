@@ -154,10 +154,33 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
         wheres_at.setdefault(step, []).append(wi)
 
     def checks(k: int) -> tuple:
-        return tuple([(rule.lets[li].name, compile_expr(rule.lets[li].expr), rule.lets[li].pos.line)
-                      for li in lets_at.get(k, ())] +
-                     [(None, compile_expr(rule.wheres[wi].expr), rule.wheres[wi].pos.line)
-                      for wi in wheres_at.get(k, ())])
+        # the wheres that need none of this step's lets run first (a let may trace a shape;
+        # `where not const(s)` rejects at once), then the others; each let runs just before
+        # the first check that needs it, the rest at the end.  Every check must hold for a
+        # match, so the order changes no result, only how soon a failing one is reached.
+        local = {rule.lets[li].name: li for li in lets_at.get(k, ())}
+        ordered: list[tuple] = []
+        done: set[int] = set()
+
+        def let_needed(li: int) -> None:
+            if li in done:
+                return
+            done.add(li)
+            let = rule.lets[li]
+            for name in sorted(expr_names(let.expr) & local.keys(), key=local.get):
+                if local[name] < li:  # an earlier let it reads
+                    let_needed(local[name])
+            ordered.append((let.name, compile_expr(let.expr), let.pos.line))
+
+        wheres = wheres_at.get(k, ())
+        needs = {wi: expr_names(rule.wheres[wi].expr) & local.keys() for wi in wheres}
+        for wi in sorted(wheres, key=lambda wi: (bool(needs[wi]), wi)):
+            for name in sorted(needs[wi], key=local.get):
+                let_needed(local[name])
+            ordered.append((None, compile_expr(rule.wheres[wi].expr), rule.wheres[wi].pos.line))
+        for li in lets_at.get(k, ()):
+            let_needed(li)
+        return tuple(ordered)
 
     steps = tuple(Step(eq, via, link, tuple(lets_at.get(k, ())), tuple(wheres_at.get(k, ())), checks(k))
                   for k, (eq, via, link) in enumerate(order))
