@@ -272,8 +272,11 @@ class GraphView:
             _remove_edge(self.nx, producer[0], node_id, slot)
 
     # ------------------------------------------------------------------------ mutation
-    def add_node(self, proto: NodeProto, order: tuple[int, int] | None = None) -> NodeId:
-        """Insert a node; its inputs connect to their producers, its outputs to consumers."""
+    def add_node(self, proto: NodeProto, order: tuple[int, int] | None = None,
+                 names: tuple[Iterable[str], Iterable[str]] | None = None) -> NodeId:
+        """Insert a node; its inputs connect to their producers, its outputs to consumers.
+        ``names``: the proto's (inputs, outputs) when the caller has them (spares reading
+        them back)."""
         node_id = next(self._ids)
         self._nodes[node_id] = proto
         self._order[node_id] = order if order is not None else (1 << 62, next(self._tie))
@@ -288,8 +291,9 @@ class GraphView:
             if self._pending_nodes is not None and name in self.node_names:
                 self.repeated_node_names.append(name)
             self.node_names.add(name)
-        outputs = self._outputs[node_id] = tuple(proto.output)
-        inputs = self._inputs[node_id] = tuple(proto.input)
+        given_inputs, given_outputs = (proto.input, proto.output) if names is None else names
+        outputs = self._outputs[node_id] = tuple(given_outputs)
+        inputs = self._inputs[node_id] = tuple(given_inputs)
         for slot, out in enumerate(outputs):
             if not out:
                 continue

@@ -50,15 +50,17 @@ class KernelTable:
     def __len__(self) -> int:
         return sum(len(v) for v in self.by_op.values())
 
-    def supports(self, view: GraphView, proto: NodeProto, node_id: NodeId | None = None) -> bool:
+    def supports(self, view: GraphView, proto: NodeProto, node_id: NodeId | None = None,
+                 names: tuple[list[str], list[str]] | None = None) -> bool:
         """Whether this provider has a kernel for the node as it is (op, version, types).
 
         The node need not be in the view yet (a replacement being checked); the types of
         its inputs and outputs are looked up there.  ``node_id`` names it when it is in the
-        view (its names are then read from the view's cache)."""
+        view (its names are then read from the view's cache); ``names`` gives its (inputs,
+        outputs) when the caller has them."""
         if node_id is None:
             domain, op = normalize_domain(proto.domain), proto.op_type
-            inputs, outputs = proto.input, proto.output
+            inputs, outputs = (proto.input, proto.output) if names is None else names
         else:
             (domain, op), inputs, outputs = view.node_key(node_id), view.inputs(node_id), view.outputs(node_id)
         if domain == "" and op == "Constant":

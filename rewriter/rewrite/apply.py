@@ -72,6 +72,9 @@ class _ReplacementEnv:
 @dataclass
 class _Build:
     nodes: list[NodeProto] = field(default_factory=list)
+    # each node's (inputs, outputs), kept beside the proto: reading names back from a
+    # proto costs more than building them
+    names: list[tuple[list[str], list[str]]] = field(default_factory=list)
     initializers: list[TensorProto] = field(default_factory=list)
     aliases: list[tuple[str, str]] = field(default_factory=list)   # (replaced y, existing x)
     defined: dict[str, str] = field(default_factory=dict)          # replacement name -> value
@@ -79,7 +82,7 @@ class _Build:
 
     def reads(self) -> set[str]:
         """Values the replacement reads: its nodes' inputs and its aliases' sources."""
-        return {i for n in self.nodes for i in n.input if i} | {source for _, source in self.aliases}
+        return {i for inputs, _ in self.names for i in inputs if i} | {source for _, source in self.aliases}
 
 
 def to_tensor(value: object, name: str) -> TensorProto:
@@ -130,10 +133,13 @@ class Rewriter:
     """Applies matches to a ``ModelState``."""
 
     def __init__(self, state: ModelState,
-                 check_node: Callable[[NodeProto, NodeId], str | None] | None = None) -> None:
+                 check_node: Callable[[NodeProto, NodeId, list[str], list[str]], str | None] | None = None
+                 ) -> None:
         self.state = state
         self.view = state.view
-        self.check_node = check_node  # extra veto on each built node, given the root's id: a reason
+        # extra veto on each built node, given the root's id and the node's input and output
+        # names: a reason
+        self.check_node = check_node
 
     # ------------------------------------------------------------------- build
     def _input_values(self, arg: A.Expr, build: _Build, env: _ReplacementEnv, match: Match) -> list[str]:
@@ -208,41 +214,42 @@ class Rewriter:
         root = self.view.node(match.root)
         root_metadata = self.view.metadata(match.root)
         base = root.name or rule.name
+        attributes = self._attributes(call, domain, op, env, match)
+        self._validate(op, domain, len(inputs), len(outputs), attributes)
         node = NodeProto(op_type=op, input=inputs, output=outputs,
-                         name=self.view.fresh_node_name(f"{base}/{rule.name}"),
-                         attribute=self._attributes(call, domain, op, env, match))
+                         name=self.view.fresh_node_name(f"{base}/{rule.name}"), attribute=attributes)
         if domain:
             node.domain = domain
-        self._validate(node, domain)
         copy_placement(root_metadata, node)  # (the placement is inherited, always)
         if self.check_node is not None:
-            reason = self.check_node(node, match.root)
+            reason = self.check_node(node, match.root, inputs, outputs)
             if reason:
                 raise Refused(reason)
         if domain:
             build.domains.add(domain)
         build.nodes.append(node)
+        build.names.append((inputs, outputs))
         return outputs
 
-    def _validate(self, node: NodeProto, domain: str) -> None:
+    def _validate(self, op: str, domain: str, n_inputs: int, n_outputs: int,
+                  attributes: list[AttributeProto]) -> None:
         """Refuse a node the model's opset does not define as built (arity, attributes)."""
         version = self.view.opset(domain)
-        info = find_schema(domain, node.op_type, version)
+        info = find_schema(domain, op, version)
         if info is None:
             if domain == "" or domain in known_domains():
-                raise Refused(f"{node.op_type} does not exist at opset {version} of '{domain}'")
+                raise Refused(f"{op} does not exist at opset {version} of '{domain}'")
             return  # a custom domain the pack declared: nothing to check against
         if domain == "" and version is not None and info.since_version > version:
-            raise Refused(f"{node.op_type} does not exist at opset {version}")
-        n_inputs = len(node.input)
+            raise Refused(f"{op} does not exist at opset {version}")
         if not info.min_inputs <= n_inputs <= info.max_inputs:
-            raise Refused(f"{node.op_type}-{info.since_version} takes {info.min_inputs}.."
+            raise Refused(f"{op}-{info.since_version} takes {info.min_inputs}.."
                           f"{info.max_inputs} inputs, the replacement gives {n_inputs}")
-        if len(node.output) > info.max_outputs:
-            raise Refused(f"{node.op_type}-{info.since_version} has at most {info.max_outputs} outputs")
-        unknown = [a.name for a in node.attribute if a.name not in info.attributes]
+        if n_outputs > info.max_outputs:
+            raise Refused(f"{op}-{info.since_version} has at most {info.max_outputs} outputs")
+        unknown = [a.name for a in attributes if a.name not in info.attributes]
         if unknown:
-            raise Refused(f"{node.op_type}-{info.since_version} has no attribute {unknown[0]}")
+            raise Refused(f"{op}-{info.since_version} has no attribute {unknown[0]}")
 
     def build(self, match: Match) -> _Build:
         build = _Build()
@@ -273,17 +280,19 @@ class Rewriter:
             build.defined[name] = source
             return
         target = match.values[name]
-        produced_here = [n for n in build.nodes if source in n.output]
+        produced_here = [k for k, (_, outputs) in enumerate(build.names) if source in outputs]
         fresh = [t for t in build.initializers if t.name == source]
         if produced_here or fresh:
-            for node in produced_here:
-                node.output[list(node.output).index(source)] = target
+            for k in produced_here:
+                outputs = build.names[k][1]
+                slot = outputs.index(source)
+                outputs[slot] = build.nodes[k].output[slot] = target
             for tensor in fresh:
                 tensor.name = target
-            for node in build.nodes:
-                for i, value in enumerate(node.input):
+            for node, (inputs, _) in zip(build.nodes, build.names):
+                for i, value in enumerate(inputs):
                     if value == source:
-                        node.input[i] = target
+                        inputs[i] = node.input[i] = target
             for key, value in build.defined.items():
                 if value == source:
                     build.defined[key] = target
@@ -295,7 +304,7 @@ class Rewriter:
     def _deleted_nodes(self, match: Match, build: _Build) -> set[NodeId]:
         view = self.view
         matched = set(match.nodes.values())
-        new_values = {o for n in build.nodes for o in n.output} | {t.name for t in build.initializers}
+        new_values = {o for _, outputs in build.names for o in outputs} | {t.name for t in build.initializers}
         referenced = build.reads() - new_values
         equations = match.rule.rule.equations
         context = {node_id for index, node_id in match.nodes.items() if equations[index].keep}
@@ -386,7 +395,7 @@ class Rewriter:
 
         root_order = view.order_of(match.root)
         watched = {i for n in deleted for i in view.inputs(n) if i}
-        watched.update(i for node in build.nodes for i in node.input if i)
+        watched.update(i for inputs, _ in build.names for i in inputs if i)
         watched.update(source for _, source in build.aliases)
         consumers_before = {v: view.consumer_count(v) for v in watched}
         dead_candidates: list[str] = []
@@ -397,8 +406,8 @@ class Rewriter:
             view.add_initializer(tensor)
         for domain in build.domains:
             self.state.require_domain(domain, 1)  # contrib domains are all at version 1
-        new_ids = [view.add_node(node, (root_order[0], root_order[1] + k + 1))
-                   for k, node in enumerate(build.nodes)]
+        new_ids = [view.add_node(node, (root_order[0], root_order[1] + k + 1), names)
+                   for k, (node, names) in enumerate(zip(build.nodes, build.names))]
         touched: set[NodeId] = set(new_ids)
         for target, source in build.aliases:
             if view.is_graph_output(target):

@@ -237,11 +237,11 @@ class LevelRunner:
             return len({metadata(n).get(LAYER_ANNOTATION_KEY) for n in match.nodes.values()}) == 1
         return True
 
-    def _kernel_check(self, node, root: NodeId) -> str | None:
+    def _kernel_check(self, node, root: NodeId, inputs: list[str], outputs: list[str]) -> str | None:
         from ..partition.kernels import kernel_table
 
         provider = self.state.view.metadata(root).get(EXECUTION_PROVIDER_KEY)
-        if provider is None or kernel_table(provider).supports(self.state.view, node):
+        if provider is None or kernel_table(provider).supports(self.state.view, node, names=(inputs, outputs)):
             return None
         return f"{provider} has no kernel for {node.op_type} as built"
 
