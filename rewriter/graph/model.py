@@ -12,7 +12,7 @@ from onnx import FunctionProto, GraphProto, ModelProto, TensorProto, ValueInfoPr
 
 from ..dsl.schemas import find_schema, latest_opset, normalize_domain
 from ..errors import ModelError
-from .types import infer_model_types
+from .types import infer_model_types, refine_symbolic_dims
 from .load_constants import take_constants
 from .view import GraphView, has_subgraphs, subgraphs_of
 
@@ -132,7 +132,7 @@ class ModelState:
         if "" not in self.opsets:
             raise ModelError("the model imports no default (ai.onnx) opset")
         _check_versions(model, self.opsets)
-        types = infer_model_types(model)
+        types = infer_model_types(model, refine=False)  # refined below, with the view's help
         loaded = None if constants_on_load is None else take_constants(model.graph, constants_on_load)
         self.removed_on_load = loaded.removed if loaded is not None else 0
         try:
@@ -144,6 +144,8 @@ class ModelState:
             for sub in subgraphs_of(view.node(node_id)):
                 _all_value_names(sub, view.value_names)
         self._validate()
+        refine_symbolic_dims(model, view.nodes_in_order(), view.initializers.values(), view.types,
+                             view=view)
         self._inferred_at = 0  # position in view.changes the types reflect
         self.added_domains: dict[str, int] = {}
         self.functions = [FunctionProto() for _ in model.functions]  # optimized copies

@@ -175,20 +175,26 @@ def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto |
 
 
 _COMPUTED_SHAPES = ("Reshape", "Expand", "Range")
+_CANDIDATE_OPS = frozenset(_COMPUTED_SHAPES) | _BROADCASTING
 
 
 def resolved_types(nodes: list[NodeProto], initializers: list[TensorProto],
-                   types: dict[str, TypeProto]) -> dict[str, TypeProto]:
-    """Better types for values whose dims the shape arithmetic or broadcasting names."""
+                   types: dict[str, TypeProto], view=None) -> dict[str, TypeProto]:
+    """Better types for values whose dims the shape arithmetic or broadcasting names.
+    With ``view`` (a GraphView of these nodes whose types are ``types``) its indexes and
+    caches answer instead of scanning the nodes."""
     from .types import shape_of
 
     # only a node whose output is incomplete can gain (most graphs: a few, or none)
-    # (the op type first: reading a node's other fields costs more, and few nodes qualify)
-    candidates = [n for n in nodes if (n.op_type in _COMPUTED_SHAPES or n.op_type in _BROADCASTING)
-                  and n.output and n.domain in ("", "ai.onnx") and is_incomplete(types.get(n.output[0]))]
+    if view is not None:
+        candidates = [view.node(n) for op in _CANDIDATE_OPS for n in view.nodes_by_op("", op)
+                      if view.outputs(n) and view.is_incomplete(view.outputs(n)[0])]
+    else:  # (the op type first: reading a node's other fields costs more)
+        candidates = [n for n in nodes if n.op_type in _CANDIDATE_OPS and n.output
+                      and n.domain in ("", "ai.onnx") and is_incomplete(types.get(n.output[0]))]
     if not candidates:
         return {}
-    facts = _ModelFacts(nodes, initializers, types)
+    facts = _ModelFacts(nodes, initializers, types) if view is None else view
     better: dict[str, TypeProto] = {}
     for node in candidates:
         if node.op_type not in _COMPUTED_SHAPES or len(node.input) < 2:
@@ -226,15 +232,15 @@ def resolved_types(nodes: list[NodeProto], initializers: list[TensorProto],
 
 
 def refine_computed_shapes(nodes: list[NodeProto], initializers: list[TensorProto],
-                           types: dict[str, TypeProto], infer) -> int:
+                           types: dict[str, TypeProto], infer, view=None) -> int:
     """Declare the resolved types and re-infer (``infer(value_infos)`` returns the new
     types), keeping every type that gained known dims; in place.  Returns how many types
-    improved."""
+    improved.  ``view``: see ``resolved_types``."""
     from .types import shape_of
 
     improved = 0
     for _ in range(_ROUNDS):
-        better = resolved_types(nodes, initializers, types)
+        better = resolved_types(nodes, initializers, types, view)
         if not better:
             return improved
         types.update(better)

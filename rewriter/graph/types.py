@@ -106,8 +106,9 @@ def inferred_types(light: ModelProto) -> dict[str, TypeProto]:
             if vi.type.WhichOneof("value") is not None}
 
 
-def infer_model_types(model: ModelProto) -> dict[str, TypeProto]:
-    """Types of every value of the main graph: declared ones, then what onnx infers."""
+def infer_model_types(model: ModelProto, refine: bool = True) -> dict[str, TypeProto]:
+    """Types of every value of the main graph: declared ones, then what onnx infers, then
+    (``refine``) the dims computed shapes name (``refine_symbolic_dims``)."""
     types: dict[str, TypeProto] = {}
     graph = model.graph
     for tensor in graph.initializer:
@@ -118,14 +119,17 @@ def infer_model_types(model: ModelProto) -> dict[str, TypeProto]:
     for name, inferred in inferred_types(light_model(model, graph.node, graph.initializer)).items():
         if name not in types or _rank(types[name]) is None:
             types[name] = inferred
-    refine_symbolic_dims(model, graph.node, graph.initializer, types)
+    if refine:
+        refine_symbolic_dims(model, graph.node, graph.initializer, types)
     return types
 
 
 def refine_symbolic_dims(model: ModelProto, nodes, initializers, types: dict[str, TypeProto],
-                         inputs=None, outputs=None, opsets: dict[str, int] | None = None) -> int:
+                         inputs=None, outputs=None, opsets: dict[str, int] | None = None,
+                         view=None) -> int:
     """Name the dims behind shapes computed at run time (symbolic_shapes.py), re-inferring
-    ``nodes`` as declared types improve; in place, returns how many types improved."""
+    ``nodes`` as declared types improve; in place, returns how many types improved.
+    ``view``: a GraphView of exactly these nodes, with ``types`` as its types."""
     nodes, initializers = list(nodes), list(initializers)
     inputs = list(model.graph.input if inputs is None else inputs)
     sources = {t.name for t in initializers} | {i.name for i in inputs}
@@ -134,7 +138,7 @@ def refine_symbolic_dims(model: ModelProto, nodes, initializers, types: dict[str
         declared = [vi for vi in declared if vi.name not in sources]
         return inferred_types(light_model(model, nodes, initializers, inputs, outputs, declared, opsets))
 
-    return refine_computed_shapes(nodes, initializers, types, infer)
+    return refine_computed_shapes(nodes, initializers, types, infer, view)
 
 
 def _known_dims(type_proto: TypeProto | None) -> int:

@@ -230,11 +230,12 @@ class GraphView:
                 continue
             copy = NodeProto()
             copy.CopyFrom(proto)
+            inputs = list(copy.input)
             if aliases:
-                for slot, name in enumerate(copy.input):
+                for slot, name in enumerate(inputs):
                     if name in aliases:
-                        copy.input[slot] = aliases[name]
-            self.add_node(copy, (index, 0))
+                        inputs[slot] = copy.input[slot] = aliases[name]
+            self.add_node(copy, (index, 0), (inputs, copy.output))
         self.nx.add_nodes_from(self._pending_nodes)
         _add_edges(self.nx, self._pending_edges)
         self._pending_edges = self._pending_nodes = None
@@ -242,7 +243,10 @@ class GraphView:
 
     # ------------------------------------------------------------------ building blocks
     def _add_source(self, key: SourceKey) -> None:
-        self.nx.add_node(key)
+        if self._pending_nodes is not None:
+            self._pending_nodes.append(key)
+        else:
+            self.nx.add_node(key)
         self._producer[key[1]] = (key, 0)
         self._consumers.setdefault(key[1], {})
         self.value_names.add(key[1])
@@ -796,6 +800,10 @@ class GraphView:
     def changed_since(self, position: int) -> list[NodeId]:
         """Live nodes recorded in ``changes`` from ``position`` on, each once, in order."""
         return [n for n in dict.fromkeys(self.changes[position:]) if n in self._nodes]
+
+    def nodes_in_order(self) -> list[NodeProto]:
+        """The node protos in the order they were added (as loaded, then new ones)."""
+        return list(self._nodes.values())
 
     def topological_nodes(self) -> list[NodeProto]:
         return [self._nodes[n] for n in self.topological_ids()]
