@@ -37,9 +37,23 @@ def _is_known(dim) -> bool:
 
 def is_incomplete(type_proto: TypeProto | None) -> bool:
     """No type, a tensor type without a shape, or a dim nobody named (see ``_is_known``);
-    a non-tensor type (sequence, optional) counts as complete: inference adds nothing."""
+    a non-tensor type (sequence, optional) counts as complete: inference adds nothing.
+    Remembered per serialized type (see types.shape_of)."""
     if type_proto is None:
         return True
+    key = type_proto.SerializeToString()
+    known = _INCOMPLETE.get(key)
+    if known is None:
+        if len(_INCOMPLETE) >= 1 << 16:
+            _INCOMPLETE.clear()
+        known = _INCOMPLETE[key] = _reads_incomplete(type_proto)
+    return known
+
+
+_INCOMPLETE: dict[bytes, bool] = {}
+
+
+def _reads_incomplete(type_proto: TypeProto) -> bool:
     if not type_proto.HasField("tensor_type"):
         return False
     tensor = type_proto.tensor_type
