@@ -12,7 +12,7 @@ from onnx import FunctionProto, GraphProto, ModelProto, TensorProto, ValueInfoPr
 
 from ..dsl.schemas import find_schema, latest_opset, normalize_domain
 from ..errors import ModelError
-from .types import infer_model_types, refine_symbolic_dims
+from .types import add_inferred_types, declared_types, refine_symbolic_dims
 from .load_constants import take_constants
 from .view import GraphView, has_subgraphs, subgraphs_of
 
@@ -132,14 +132,15 @@ class ModelState:
         if "" not in self.opsets:
             raise ModelError("the model imports no default (ai.onnx) opset")
         _check_versions(model, self.opsets)
-        types = infer_model_types(model, refine=False)  # refined below, with the view's help
         loaded = None if constants_on_load is None else take_constants(model.graph, constants_on_load)
         self.removed_on_load = loaded.removed if loaded is not None else 0
         try:
-            self.view = GraphView(model.graph, self.opsets, types, constants=loaded)
+            self.view = GraphView(model.graph, self.opsets, declared_types(model), constants=loaded)
         except ValueError as err:
             raise ModelError(f"malformed graph: {err}") from None
         view = self.view
+        # types are inferred on the graph as loaded: its constants taken out (fewer nodes)
+        add_inferred_types(model, view.types, view.nodes_in_order(), view.initializers.values())
         for node_id in view.nodes_with_subgraphs():  # fresh names avoid the inner ones too
             for sub in subgraphs_of(view.node(node_id)):
                 _all_value_names(sub, view.value_names)

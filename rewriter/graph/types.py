@@ -106,9 +106,18 @@ def inferred_types(light: ModelProto) -> dict[str, TypeProto]:
             if vi.type.WhichOneof("value") is not None}
 
 
-def infer_model_types(model: ModelProto, refine: bool = True) -> dict[str, TypeProto]:
+def infer_model_types(model: ModelProto) -> dict[str, TypeProto]:
     """Types of every value of the main graph: declared ones, then what onnx infers, then
-    (``refine``) the dims computed shapes name (``refine_symbolic_dims``)."""
+    the dims computed shapes name (``refine_symbolic_dims``)."""
+    types = declared_types(model)
+    graph = model.graph
+    add_inferred_types(model, types, graph.node, graph.initializer)
+    refine_symbolic_dims(model, graph.node, graph.initializer, types)
+    return types
+
+
+def declared_types(model: ModelProto) -> dict[str, TypeProto]:
+    """The types the main graph states: its initializers', inputs', value_info's, outputs'."""
     types: dict[str, TypeProto] = {}
     graph = model.graph
     for tensor in graph.initializer:
@@ -116,12 +125,14 @@ def infer_model_types(model: ModelProto, refine: bool = True) -> dict[str, TypeP
     for vi in (*graph.input, *graph.value_info, *graph.output):
         if vi.type.WhichOneof("value") is not None:
             types[vi.name] = vi.type
-    for name, inferred in inferred_types(light_model(model, graph.node, graph.initializer)).items():
+    return types
+
+
+def add_inferred_types(model: ModelProto, types: dict[str, TypeProto], nodes, initializers) -> None:
+    """What onnx infers for ``nodes`` (reading ``initializers``), where ``types`` knows no rank."""
+    for name, inferred in inferred_types(light_model(model, nodes, initializers)).items():
         if name not in types or _rank(types[name]) is None:
             types[name] = inferred
-    if refine:
-        refine_symbolic_dims(model, graph.node, graph.initializer, types)
-    return types
 
 
 def refine_symbolic_dims(model: ModelProto, nodes, initializers, types: dict[str, TypeProto],
