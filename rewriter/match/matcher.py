@@ -186,17 +186,28 @@ def _isclose(a: float, b: float, rtol: float, atol: float) -> bool:
     return abs(a - b) <= atol + rtol * abs(b)
 
 
+def _may_have_one_element(shape: list | None) -> bool:
+    if shape is None:
+        return True  # unknown: cannot rule it out
+    count = 1
+    for dim in shape:
+        if not isinstance(dim, int):
+            return True
+        count *= dim
+    return count == 1
+
+
 class Neighborhood:
     """Op keys around a node — what produces its inputs, what consumes each output — each
     read once, when a rule's root check first asks (rules at one root share it)."""
 
-    __slots__ = ("view", "root", "_producers", "_constant", "_consumers")
+    __slots__ = ("view", "root", "_producers", "_scalars", "_consumers")
 
     def __init__(self, view: GraphView, root: NodeId) -> None:
         self.view = view
         self.root = root
         self._producers: frozenset | None = None
-        self._constant: bool | None = None
+        self._scalars: list | None = None
         self._consumers: dict[int, frozenset] = {}
 
     def producers(self) -> frozenset:
@@ -205,11 +216,13 @@ class Neighborhood:
             self._producers = frozenset(producer_key(name) for name in self.view.inputs(self.root))
         return self._producers
 
-    def constant_input(self) -> bool:
-        if self._constant is None:
-            is_constant = self.view.is_constant
-            self._constant = any(is_constant(name) for name in self.view.inputs(self.root) if name)
-        return self._constant
+    def scalar_constants(self) -> list[np.ndarray]:
+        """The inputs that are one-element constants (all a literal can match)."""
+        if self._scalars is None:
+            view = self.view
+            self._scalars = [view.constant(name) for name in view.inputs(self.root)
+                             if name and view.is_constant(name) and _may_have_one_element(view.shape(name))]
+        return self._scalars
 
     def consumers(self, slot: int) -> frozenset:
         found = self._consumers.get(slot)
@@ -254,13 +267,17 @@ class Matcher:
         for kind, slot, ops in compiled.root_checks:
             if kind == "producer":
                 found = not ops.isdisjoint(hood.producers())
-            elif kind == "constant":
-                found = hood.constant_input()
+            elif kind == "constant":  # (ops: the root's literals)
+                found = any(literal_matches(array, literal) for array in hood.scalar_constants()
+                            for literal in ops)
             else:
                 found = not ops.isdisjoint(hood.consumers(slot))
             if not found:
                 if self.record_failures:
-                    wanted = " or ".join(op for _, op in sorted(ops)) or "constant"
+                    if kind == "constant":
+                        wanted = "constant " + " or ".join(f"{'~' if lit.approx else ''}{lit.value}" for lit in ops)
+                    else:
+                        wanted = " or ".join(op for _, op in sorted(ops))
                     self._fail(0, f"no {wanted} next to the root", None)
                 return False
         return True

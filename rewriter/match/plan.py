@@ -201,15 +201,18 @@ def _root_checks(order: list[tuple[int, str, str | None]], equations: tuple[A.Eq
 
     For each pattern node linked directly to the root: ("producer", -1, ops) — some input
     of the root is produced by one of ``ops`` — or ("consumer", k, ops) — some consumer of
-    the root's k-th output is one of ``ops``; and ("constant", -1, {}) when the root has a
-    literal input.  Most candidate roots fail one of these
+    the root's k-th output is one of ``ops``; and ("constant", -1, literals) when the root
+    has a literal input (some input must be a one-element constant equal to one of the
+    root's literals).  Most candidate roots fail one of these
     (an Add whose consumer is no LayerNormalization), at the cost of a dictionary lookup."""
     root_eq = equations[root]
     root_inputs = {arg.name for alt in root_eq.alternatives for arg in alt.args
                    if isinstance(arg, A.VarArg) and not arg.optional}
     checks = []
     if all(any(isinstance(g, A.LiteralArg) for g in alt.args) for alt in root_eq.alternatives):
-        checks.append(("constant", -1, frozenset()))
+        literals = tuple(g.literal for alt in root_eq.alternatives for g in alt.args
+                         if isinstance(g, A.LiteralArg))
+        checks.append(("constant", -1, literals))
     for eq_index, via, link in order[1:]:
         ops = frozenset((normalize_domain(a.domain), a.op) for a in equations[eq_index].alternatives)
         if via == "output" and link in root_inputs and \
