@@ -668,7 +668,10 @@ class GraphView:
     def set_metadata(self, node_id: NodeId, key: str, value: str | None) -> None:
         """Set (None: remove) one metadata entry of a node, in its proto and here."""
         values = self.metadata(node_id)
-        set_metadata(self._nodes[node_id], key, value)
+        if value is not None and key not in values:  # (the usual case: one new entry)
+            self._nodes[node_id].metadata_props.add(key=key, value=value)
+        else:
+            set_metadata(self._nodes[node_id], key, value)
         if value is None:
             values.pop(key, None)
         else:

@@ -291,23 +291,6 @@ class Matcher:
             bindings = {} if state is None else dict(state.values) | dict(state.scalars)
             self.last_failure = Failure(depth, reason, bindings)
 
-    def _candidates(self, compiled: CompiledRule, state: _State, step_index: int,
-                    root: NodeId) -> list[NodeId]:
-        step = compiled.steps[step_index]
-        if step.via == "root":
-            return [root]
-        bound = state.values.get(step.link)
-        if bound is None or isinstance(bound, list):
-            return []
-        if step.via == "output":
-            producer = self.view.producer(bound)
-            return [] if producer is None else [producer]
-        seen: dict[NodeId, None] = {}
-        for node_id, slot in self.view.consumers(bound):
-            if isinstance(slot, int):
-                seen.setdefault(node_id)
-        return list(seen)
-
     def _search(self, compiled: CompiledRule, state: _State, step_index: int, root: NodeId,
                 budget: list[int]) -> Iterator[Match]:
         if step_index == len(compiled.steps):
@@ -316,7 +299,21 @@ class Matcher:
         step = compiled.steps[step_index]
         equation = compiled.rule.equations[step.equation]
         view = self.view
-        for node_id in self._candidates(compiled, state, step_index, root):
+        via = step.via  # the candidate nodes: the root, a bound value's producer or its readers
+        if via == "root":
+            candidates: tuple | list = (root,)
+        else:
+            bound = state.values.get(step.link)
+            if bound is None or type(bound) is list:
+                return
+            if via == "output":
+                producer = view.producer(bound)
+                if producer is None:
+                    return
+                candidates = (producer,)
+            else:
+                candidates = list(dict.fromkeys(n for n, slot in view.consumer_slots(bound) if type(slot) is int))
+        for node_id in candidates:
             if node_id in state.used:
                 continue
             domain, op = view.node_key(node_id)
@@ -420,16 +417,15 @@ class Matcher:
 
     def _match_inputs(self, alt: A.OpPattern, inputs: list[str], state: _State, depth: int) -> bool:
         view = self.view
-        args = alt.args
-        has_rest = bool(args) and isinstance(args[-1], A.RestArg)
-        fixed = len(args) - (1 if has_rest else 0)
-        if len(inputs) > fixed and not has_rest:
+        has_rest, fixed, kinds = _input_plan(alt)
+        count = len(inputs)
+        if count > fixed and not has_rest:
             if self.record_failures:
-                self._fail(depth, f"{alt.op} has {len(inputs)} inputs, pattern has {fixed}", state)
+                self._fail(depth, f"{alt.op} has {count} inputs, pattern has {fixed}", state)
             return False
-        for i, arg in enumerate(args):
-            value = inputs[i] if i < len(inputs) and inputs[i] else None
-            if isinstance(arg, A.VarArg):
+        for i, (kind, arg) in enumerate(kinds):
+            value = inputs[i] if i < count and inputs[i] else None
+            if kind is _VAR:
                 if value is None and not arg.optional:
                     if self.record_failures:
                         self._fail(depth, f"input {i} of {alt.op} is missing", state)
@@ -438,10 +434,10 @@ class Matcher:
                     if self.record_failures:
                         self._fail(depth, f"'{arg.name}' is bound to another value", state)
                     return False
-            elif isinstance(arg, A.AnyArg):
+            elif kind is _ANY:
                 if value is None:
                     return False
-            elif isinstance(arg, A.LiteralArg):
+            elif kind is _LITERAL:
                 if value is None or not literal_matches(view.constant(value), arg.literal):
                     if self.record_failures:
                         self._fail(depth, f"input {i} of {alt.op} is not the constant "
@@ -449,10 +445,27 @@ class Matcher:
                     return False
                 if arg.bind and not state.unify_value(arg.bind, value):
                     return False
-            elif isinstance(arg, A.RestArg):
-                if not state.unify_value(arg.name, [v for v in inputs[i:]]):
+            else:  # *rest
+                if not state.unify_value(arg.name, list(inputs[i:])):
                     return False
         return True
+
+
+_VAR, _ANY, _LITERAL, _REST = "var", "any", "literal", "rest"
+_ARG_KINDS = {A.VarArg: _VAR, A.AnyArg: _ANY, A.LiteralArg: _LITERAL, A.RestArg: _REST}
+_INPUT_PLANS: dict[int, tuple[A.OpPattern, tuple]] = {}
+
+
+def _input_plan(alt: A.OpPattern) -> tuple[bool, int, tuple[tuple[str, object], ...]]:
+    """(ends with *rest, number of fixed inputs, (kind, arg) per pattern input): the
+    isinstance tests on a pattern's inputs, made once per pattern node."""
+    entry = _INPUT_PLANS.get(id(alt))
+    if entry is None or entry[0] is not alt:
+        args = alt.args
+        has_rest = bool(args) and isinstance(args[-1], A.RestArg)
+        plan = (has_rest, len(args) - (1 if has_rest else 0), tuple((_ARG_KINDS[type(a)], a) for a in args))
+        entry = _INPUT_PLANS[id(alt)] = (alt, plan)
+    return entry[1]
 
 
 _REORDERABLE: dict[int, tuple[A.OpPattern, bool]] = {}
