@@ -30,7 +30,11 @@ def inherit_placement(root: NodeProto, new: NodeProto) -> None:
 
 def copy_placement(root_metadata: dict[str, str | None], new: NodeProto) -> None:
     """``inherit_placement`` from the root's metadata already read (a dict of it)."""
+    fresh = not new.metadata_props  # (a node just built: nothing to replace)
     for key in PLACEMENT_KEYS:
         value = root_metadata.get(key)
         if value is not None:
-            set_metadata(new, key, value)
+            if fresh:
+                new.metadata_props.add(key=key, value=value)
+            else:
+                set_metadata(new, key, value)
