@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from onnx import GraphProto, NodeProto, TensorProto, helper, numpy_helper
 
+from .proto_pool import ProtoPool
 from .types import tensor_nbytes
 from ..dsl.schemas import normalize_domain
 from .view import constant_node_value, has_subgraphs, may_have_subgraphs
@@ -27,6 +28,7 @@ _STANDARD = ("", "ai.onnx")
 class LoadedConstants:
     """What the view loads instead of the graph's constant nodes."""
 
+    pool: ProtoPool                                            # where the tensors are made
     skipped: set[int] = field(default_factory=set)             # node indexes not loaded
     initializers: list[TensorProto] = field(default_factory=list)  # from Constant nodes
     aliases: dict[str, str] = field(default_factory=dict)      # Identity output -> initializer
@@ -36,13 +38,17 @@ class LoadedConstants:
         return len(self.skipped)
 
 
-def constant_node_tensor(node: NodeProto) -> TensorProto | None:
-    """A Constant node's value as a tensor (named like its output); None when unreadable."""
+def constant_node_tensor(node: NodeProto, pool: ProtoPool | None = None) -> TensorProto | None:
+    """A Constant node's value as a tensor (named like its output; a ``value`` tensor is
+    copied into ``pool`` when given); None when unreadable."""
     tensor = None
     for attr in node.attribute:
         if attr.name == "value":
-            tensor = TensorProto()
-            tensor.CopyFrom(attr.t)
+            if pool is not None:
+                tensor = pool.copy_tensor(attr.t)
+            else:
+                tensor = TensorProto()
+                tensor.CopyFrom(attr.t)
             break
         if attr.name in ("value_string", "value_strings"):
             tensor = numpy_helper.from_array(np.array(helper.get_attribute_value(attr), dtype=object))
@@ -55,10 +61,11 @@ def constant_node_tensor(node: NodeProto) -> TensorProto | None:
     return tensor
 
 
-def take_constants(graph: GraphProto, max_identity_bytes: int) -> LoadedConstants:
-    """The Constant nodes and the Identity nodes of constants that loading can replace.
-    Graphs with subgraphs are left to the built-in (their bodies may read the names)."""
-    found = LoadedConstants()
+def take_constants(graph: GraphProto, max_identity_bytes: int, pool: ProtoPool) -> LoadedConstants:
+    """The Constant nodes and the Identity nodes of constants that loading can replace
+    (their tensors made in ``pool``, the view's).  Graphs with subgraphs are left to the
+    built-in (their bodies may read the names)."""
+    found = LoadedConstants(pool)
     outputs = {o.name for o in graph.output}
     sizes = {t.name: tensor_nbytes(t) for t in graph.initializer}
     for name in {i.name for i in graph.input}:
@@ -67,14 +74,14 @@ def take_constants(graph: GraphProto, max_identity_bytes: int) -> LoadedConstant
         op = node.op_type
         if op != "Constant" and op != "Identity":
             if may_have_subgraphs(normalize_domain(node.domain), op) and has_subgraphs(node):
-                return LoadedConstants()
+                return LoadedConstants(pool)
             continue
         if node.domain not in _STANDARD or len(node.output) != 1 or node.output[0] in outputs \
                 or any(a.ref_attr_name for a in node.attribute):
             continue
         out = node.output[0]
         if op == "Constant" and not node.input:
-            tensor = constant_node_tensor(node)
+            tensor = constant_node_tensor(node, pool)
             if tensor is not None:
                 found.initializers.append(tensor)
                 sizes[out] = tensor_nbytes(tensor)

@@ -14,6 +14,7 @@ from ..dsl.schemas import find_schema, latest_opset, normalize_domain
 from ..errors import ModelError
 from .types import add_inferred_types, declared_types, refine_symbolic_dims
 from .load_constants import take_constants
+from .proto_pool import ProtoPool
 from .view import GraphView, has_subgraphs, subgraphs_of
 
 
@@ -132,10 +133,12 @@ class ModelState:
         if "" not in self.opsets:
             raise ModelError("the model imports no default (ai.onnx) opset")
         _check_versions(model, self.opsets)
-        loaded = None if constants_on_load is None else take_constants(model.graph, constants_on_load)
+        pool = ProtoPool()  # the view's messages, made together (see proto_pool.py)
+        loaded = None if constants_on_load is None else take_constants(model.graph, constants_on_load, pool)
         self.removed_on_load = loaded.removed if loaded is not None else 0
         try:
-            self.view = GraphView(model.graph, self.opsets, declared_types(model), constants=loaded)
+            self.view = GraphView(model.graph, self.opsets, declared_types(model, pool), constants=loaded,
+                                  pool=pool)
         except ValueError as err:
             raise ModelError(f"malformed graph: {err}") from None
         view = self.view

@@ -13,13 +13,17 @@ import onnx
 from onnx import ModelProto, TensorProto, TypeProto, helper, shape_inference
 
 from ..dsl.schemas import normalize_domain
+from .proto_pool import ProtoPool
 from .stand_ins import stand_ins
 from .symbolic_shapes import refine_computed_shapes
 
 _SMALL_TENSOR = 1024  # elements: initializers up to this size keep their data for inference
 
 
-def tensor_type(tensor: TensorProto) -> TypeProto:
+def tensor_type(tensor: TensorProto, pool: ProtoPool | None = None) -> TypeProto:
+    """An initializer's type (made in ``pool`` when given, see proto_pool.py)."""
+    if pool is not None:
+        return pool.tensor_type(tensor.data_type, tensor.dims)
     return helper.make_tensor_type_proto(tensor.data_type, list(tensor.dims))
 
 
@@ -116,12 +120,13 @@ def infer_model_types(model: ModelProto) -> dict[str, TypeProto]:
     return types
 
 
-def declared_types(model: ModelProto) -> dict[str, TypeProto]:
-    """The types the main graph states: its initializers', inputs', value_info's, outputs'."""
+def declared_types(model: ModelProto, pool: ProtoPool | None = None) -> dict[str, TypeProto]:
+    """The types the main graph states: its initializers', inputs', value_info's, outputs'
+    (initializer types made in ``pool`` when given)."""
     types: dict[str, TypeProto] = {}
     graph = model.graph
     for tensor in graph.initializer:
-        types[tensor.name] = tensor_type(tensor)
+        types[tensor.name] = tensor_type(tensor, pool)
     for vi in (*graph.input, *graph.value_info, *graph.output):
         if vi.type.WhichOneof("value") is not None:
             types[vi.name] = vi.type

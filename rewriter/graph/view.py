@@ -22,6 +22,7 @@ from onnx import AttributeProto, GraphProto, NodeProto, TensorProto, TypeProto, 
 from ..dsl.schemas import attribute_value, normalize_domain
 from . import types as T
 from .metadata import set_metadata
+from .proto_pool import ProtoPool
 from .symbolic_shapes import is_incomplete
 
 NodeId = int
@@ -166,10 +167,12 @@ class GraphView:
     def __init__(self, graph: GraphProto, opsets: dict[str, int],
                  types: dict[str, TypeProto] | None = None,
                  outer_values: Iterable[str] = (), reserved_names: Iterable[str] = (),
-                 constants=None) -> None:
+                 constants=None, pool: ProtoPool | None = None) -> None:
         """``constants`` (a ``load_constants.LoadedConstants``) names nodes to load as
-        initializers or aliases instead."""
+        initializers or aliases instead.  ``pool``: where the view makes its node copies
+        and types (see proto_pool.py; by default a pool of its own)."""
         self.nx = nx.MultiDiGraph()
+        self.protos = pool if pool is not None else ProtoPool()
         self.opsets = {normalize_domain(d): v for d, v in opsets.items()}
         self._nodes: dict[NodeId, NodeProto] = {}
         self._order: dict[NodeId, tuple[int, int]] = {}
@@ -223,13 +226,13 @@ class GraphView:
                 self._add_source(("init", name))
         for tensor in self.initializers.values():
             if tensor.name not in self.types:
-                self.types[tensor.name] = T.tensor_type(tensor)
+                self.types[tensor.name] = T.tensor_type(tensor, self.protos)
+        copy_node = self.protos.copy_node
         for index, proto in enumerate(graph.node):
             if index in skipped:
                 self.value_names.update(proto.output)  # (never reused for fresh values)
                 continue
-            copy = NodeProto()
-            copy.CopyFrom(proto)
+            copy = copy_node(proto)
             inputs = list(copy.input)
             if aliases:
                 for slot, name in enumerate(inputs):
@@ -399,8 +402,8 @@ class GraphView:
                 if data["value"] == old:
                     _remove_edge(self.nx, producer, consumer, key)
         elif producer[0] == "init":
-            tensor = TensorProto()  # initializers are shared with the caller's model: copy
-            tensor.CopyFrom(self.initializers.pop(old))
+            # initializers are shared with the caller's model: copy
+            tensor = self.protos.copy_tensor(self.initializers.pop(old))
             tensor.name = new
             self.initializers[new] = tensor
             self.nx.remove_node(producer)
@@ -427,7 +430,7 @@ class GraphView:
         if tensor.name in self._producer:
             raise ValueError(f"value '{tensor.name}' already exists")
         self.initializers[tensor.name] = tensor
-        self.types[tensor.name] = T.tensor_type(tensor)
+        self.types[tensor.name] = T.tensor_type(tensor, self.protos)
         self._add_source(("init", tensor.name))
         for consumer, in_slot in self._consumers[tensor.name]:
             self._add_edge(("init", tensor.name), consumer, in_slot, tensor.name, 0)

@@ -14,7 +14,7 @@ here, never by rule authors:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 from onnx import AttributeProto, NodeProto, TensorProto, helper, numpy_helper
@@ -102,28 +102,40 @@ def to_tensor(value: object, name: str) -> TensorProto:
     return numpy_helper.from_array(np.array(array, order="C", copy=True), name)
 
 
-def make_attribute(name: str, value: object, attr_type: int | None) -> AttributeProto:
-    """An attribute of the type the op's schema declares (coercing ints/floats/lists)."""
+def make_attribute(name: str, value: object, attr_type: int | None) -> dict | AttributeProto:
+    """An attribute of the type the op's schema declares (coercing ints/floats/lists): the
+    fields of one (``node.attribute.add(**fields)`` makes it inside the node, no message
+    of its own, see graph/proto_pool.py), or a message for tensors and untyped values."""
     if isinstance(value, np.ndarray) and attr_type != AttributeProto.TENSOR:
         value = value.tolist()
     elif isinstance(value, np.generic):
         value = value.item()
     try:
         if attr_type == AttributeProto.INT:
-            return AttributeProto(name=name, type=attr_type, i=int(value))
+            return {"name": name, "type": attr_type, "i": int(value)}
         if attr_type == AttributeProto.FLOAT:
-            return AttributeProto(name=name, type=attr_type, f=float(value))
+            return {"name": name, "type": attr_type, "f": float(value)}
         if attr_type == AttributeProto.INTS:
-            return AttributeProto(name=name, type=attr_type, ints=[int(v) for v in value])
+            return {"name": name, "type": attr_type, "ints": [int(v) for v in value]}
         if attr_type == AttributeProto.FLOATS:
-            return AttributeProto(name=name, type=attr_type, floats=[float(v) for v in value])
+            return {"name": name, "type": attr_type, "floats": [float(v) for v in value]}
         if attr_type == AttributeProto.STRING:
-            return AttributeProto(name=name, type=attr_type, s=str(value).encode("utf-8"))
+            return {"name": name, "type": attr_type, "s": str(value).encode("utf-8")}
         if attr_type == AttributeProto.TENSOR:
             return helper.make_attribute(name, to_tensor(value, ""))
         return helper.make_attribute(name, value)
     except (TypeError, ValueError) as err:
         raise EvalFailure(f"attribute {name}: {err}") from None
+
+
+def add_attributes(node: NodeProto, attributes: Iterable[dict | AttributeProto]) -> None:
+    """Give ``node`` these attributes (fields from ``make_attribute``, or messages, copied)."""
+    add = node.attribute.add
+    for attr in attributes:
+        if type(attr) is dict:
+            add(**attr)
+        else:
+            add().CopyFrom(attr)
 
 
 _UNBOUND = object()
@@ -170,16 +182,15 @@ class Rewriter:
         return [tensor.name]
 
     def _attributes(self, call: A.Call, domain: str, op: str, env: _ReplacementEnv,
-                    match: Match) -> list[AttributeProto]:
-        attrs: dict[str, AttributeProto] = {}
+                    match: Match) -> dict[str, dict | AttributeProto]:
+        """name -> the attribute (see ``make_attribute``; a matched node's, copied later)."""
+        attrs: dict[str, dict | AttributeProto] = {}
         version = self.view.opset(domain)
         for item in call.attrs or ():
             if isinstance(item, A.AttrSpread):
                 node_id = match.nodes[match.rule.produced_by[item.var]]
                 for attr in self.view.node(node_id).attribute:
-                    copy = AttributeProto()
-                    copy.CopyFrom(attr)
-                    attrs[attr.name] = copy
+                    attrs[attr.name] = attr
             else:
                 value = evaluate_quietly(item.value, env)
                 if value is None:
@@ -187,7 +198,7 @@ class Rewriter:
                     continue
                 attrs[item.name] = make_attribute(item.name, value,
                                                   attribute_type(domain, op, version, item.name))
-        return list(attrs.values())
+        return attrs
 
     def _output_name(self, name: str, match: Match) -> str:
         """A replaced pattern value keeps its graph name; anything else gets a fresh one."""
@@ -216,8 +227,9 @@ class Rewriter:
         base = root.name or rule.name
         attributes = self._attributes(call, domain, op, env, match)
         self._validate(op, domain, len(inputs), len(outputs), attributes)
-        node = NodeProto(op_type=op, input=inputs, output=outputs,
-                         name=self.view.fresh_node_name(f"{base}/{rule.name}"), attribute=attributes)
+        node = self.view.protos.node(op_type=op, input=inputs, output=outputs,
+                                     name=self.view.fresh_node_name(f"{base}/{rule.name}"))
+        add_attributes(node, attributes.values())
         if domain:
             node.domain = domain
         copy_placement(root_metadata, node)  # (the placement is inherited, always)
@@ -232,7 +244,7 @@ class Rewriter:
         return outputs
 
     def _validate(self, op: str, domain: str, n_inputs: int, n_outputs: int,
-                  attributes: list[AttributeProto]) -> None:
+                  attributes: dict[str, dict | AttributeProto]) -> None:
         """Refuse a node the model's opset does not define as built (arity, attributes)."""
         version = self.view.opset(domain)
         info = find_schema(domain, op, version)
@@ -247,7 +259,7 @@ class Rewriter:
                           f"{info.max_inputs} inputs, the replacement gives {n_inputs}")
         if n_outputs > info.max_outputs:
             raise Refused(f"{op}-{info.since_version} has at most {info.max_outputs} outputs")
-        unknown = [a.name for a in attributes if a.name not in info.attributes]
+        unknown = [name for name in attributes if name not in info.attributes]
         if unknown:
             raise Refused(f"{op}-{info.since_version} has no attribute {unknown[0]}")
 
