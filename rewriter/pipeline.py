@@ -158,7 +158,8 @@ def _optimize(model_or_path, level, rules, bundled, max_rewrites, providers, lay
     source = _as_model(model_or_path)
     start = time.perf_counter()
     folding = any("constant_folding" in p.builtins for p in packs if p.level <= 1)
-    state = ModelState(source, constants_on_load=LARGE_INPUT if folding else None)
+    sharing = any("common_subexpression_elimination" in p.builtins for p in packs if p.level <= 1)
+    state = ModelState(source, constants_on_load=LARGE_INPUT if folding else None, share_constants=sharing)
     timings["build view"] = time.perf_counter() - start
 
     report = Report(nodes_before=len(source.graph.node), ops_before=op_histogram(source))

@@ -161,3 +161,41 @@ def test_constants_taken_out_while_loading_count_as_folding():
     assert result.report.builtins["constant_folding"] >= 5
     assert ops(result.model)["Constant"] == 1  # out_c is a graph output: its node stays
     assert_same_outputs(m, result.model)
+
+
+def _equal_constants_model():
+    """Equal small constants as initializers and Constant nodes (one a graph output, one
+    an initializer a caller may override, one stored as float_data instead of raw bytes),
+    a different one, and readers of each."""
+    half = np.full(3, 0.5, np.float32)
+    nodes = [helper.make_node("Constant", [], ["c1"], value=helper.make_tensor("v", F, [3], half.tolist())),
+             helper.make_node("Constant", [], ["c2"], value=helper.make_tensor("v", F, [3], half.tobytes(), raw=True)),
+             helper.make_node("Constant", [], ["out_c"], value=helper.make_tensor("v", F, [3], half.tolist())),
+             helper.make_node("Constant", [], ["other"], value=helper.make_tensor("v", F, [3], [0.5, 0.5, 0.25])),
+             helper.make_node("Mul", ["x", "i1"], ["a"]), helper.make_node("Mul", ["a", "i2"], ["b"]),
+             helper.make_node("Mul", ["b", "c1"], ["c"]), helper.make_node("Mul", ["c", "c2"], ["d"]),
+             helper.make_node("Mul", ["d", "over"], ["e"]), helper.make_node("Mul", ["e", "other"], ["y"])]
+    return model(nodes, [tensor("x", F, [3]), tensor("over", F, [3])],
+                 [tensor("y", F, [3]), tensor("out_c", F, [3])],
+                 [init("i1", half), init("i2", half), init("over", half)])
+
+
+def test_equal_constants_shared_while_loading_give_the_graph_the_builtins_give():
+    from rewriter.graph.model import ModelState
+    from rewriter.passes.common_subexpressions import eliminate_common_subexpressions
+    from rewriter.passes.constant_folding import LARGE_INPUT, fold_constants
+
+    m = _equal_constants_model()
+    loaded = ModelState(m, constants_on_load=LARGE_INPUT, share_constants=True)
+    plain = ModelState(m)
+    fold_constants(plain, None)
+    eliminate_common_subexpressions(plain, None)
+    assert _summary(loaded) == _summary(plain)
+    nodes, initializers = _summary(loaded)
+    # i2, c1 and c2 are read as i1; `over` (a graph input too) and `other` (not equal) stay
+    assert initializers == ["i1", "other", "over"]
+    assert ("Mul", ("c", "i1"), ("d",)) in nodes and ("Mul", ("d", "over"), ("e",)) in nodes
+    assert ("Constant", (), ("out_c",)) in nodes  # a graph output keeps its name
+    assert eliminate_common_subexpressions(loaded, None) == 0  # nothing left to merge
+    result = optimize_basic(m)
+    assert_same_outputs(m, result.model)

@@ -24,6 +24,20 @@ from .view import constant_node_value, has_subgraphs, may_have_subgraphs
 _STANDARD = ("", "ai.onnx")
 
 
+SHARED_CONSTANT_BYTES = 1024  # constants up to this size are compared by content
+
+
+def comparable(tensor: TensorProto) -> bool:
+    """Whether a constant is small enough to be compared by content (as the
+    common-subexpression built-in does): in the model, at most SHARED_CONSTANT_BYTES."""
+    return tensor.data_location != TensorProto.EXTERNAL and tensor.ByteSize() <= SHARED_CONSTANT_BYTES
+
+
+def contents_key(tensor: TensorProto, array: np.ndarray) -> tuple:
+    """What makes two comparable constants the same value: type, shape and contents."""
+    return ("const", tensor.data_type, tuple(array.shape), array.tobytes())
+
+
 @dataclass
 class LoadedConstants:
     """What the view loads instead of the graph's constant nodes."""
@@ -31,7 +45,9 @@ class LoadedConstants:
     pool: ProtoPool                                            # where the tensors are made
     skipped: set[int] = field(default_factory=set)             # node indexes not loaded
     initializers: list[TensorProto] = field(default_factory=list)  # from Constant nodes
-    aliases: dict[str, str] = field(default_factory=dict)      # Identity output -> initializer
+    aliases: dict[str, str] = field(default_factory=dict)      # name read -> initializer read instead
+    dropped: set[str] = field(default_factory=set)             # graph initializers not loaded
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)  # contents already read
 
     @property
     def removed(self) -> int:
@@ -61,15 +77,39 @@ def constant_node_tensor(node: NodeProto, pool: ProtoPool | None = None) -> Tens
     return tensor
 
 
-def take_constants(graph: GraphProto, max_identity_bytes: int, pool: ProtoPool) -> LoadedConstants:
+def take_constants(graph: GraphProto, max_identity_bytes: int, pool: ProtoPool,
+                   share_equal: bool = False) -> LoadedConstants:
     """The Constant nodes and the Identity nodes of constants that loading can replace
-    (their tensors made in ``pool``, the view's).  Graphs with subgraphs are left to the
-    built-in (their bodies may read the names)."""
+    (their tensors made in ``pool``, the view's).  With ``share_equal`` (the level runs the
+    common-subexpression built-in), small constants equal to an earlier one are read as
+    that one, as the built-in's first round would merge them (its first in the same order:
+    initializers, then Constant nodes).  Graphs with subgraphs are left to the built-ins
+    (their bodies may read the names)."""
     found = LoadedConstants(pool)
     outputs = {o.name for o in graph.output}
     sizes = {t.name: tensor_nbytes(t) for t in graph.initializer}
     for name in {i.name for i in graph.input}:
         sizes.pop(name, None)  # an initializer a caller can override is not a constant
+    first_of: dict[tuple, str] = {}
+
+    def shared(name: str, tensor: TensorProto) -> bool:
+        """Whether an equal constant came first (then ``name`` is read as it)."""
+        if name in outputs or not comparable(tensor):
+            return False  # (a graph output's name must stay)
+        array = _contents(tensor)
+        if array is None:
+            return False
+        first = first_of.setdefault(contents_key(tensor, array), name)
+        if first == name:
+            found.arrays[name] = array
+            return False
+        found.aliases[name] = first
+        return True
+
+    if share_equal:
+        for tensor in graph.initializer:
+            if tensor.name in sizes and shared(tensor.name, tensor):
+                found.dropped.add(tensor.name)
     for index, node in enumerate(graph.node):
         op = node.op_type
         if op != "Constant" and op != "Identity":
@@ -83,12 +123,24 @@ def take_constants(graph: GraphProto, max_identity_bytes: int, pool: ProtoPool) 
         if op == "Constant" and not node.input:
             tensor = constant_node_tensor(node, pool)
             if tensor is not None:
+                found.skipped.add(index)
+                if share_equal and shared(out, tensor):
+                    continue
                 found.initializers.append(tensor)
                 sizes[out] = tensor_nbytes(tensor)
-                found.skipped.add(index)
         elif op == "Identity" and len(node.input) == 1:
             source = found.aliases.get(node.input[0], node.input[0])
             if sizes.get(source, max_identity_bytes + 1) <= max_identity_bytes:
                 found.aliases[out] = source
                 found.skipped.add(index)
     return found
+
+
+def _contents(tensor: TensorProto) -> np.ndarray | None:
+    """A small tensor's contents, read-only (the view keeps them as its constant cache)."""
+    try:
+        array = numpy_helper.to_array(tensor)
+    except Exception:  # an unsupported type: not compared
+        return None
+    array.setflags(write=False)
+    return array

@@ -123,9 +123,11 @@ def _label(proto: onnx.NodeProto) -> str:
 class ModelState:
     """The main graph as a ``GraphView`` plus the model-level fields needed to write it back."""
 
-    def __init__(self, model: ModelProto, constants_on_load: int | None = None) -> None:
+    def __init__(self, model: ModelProto, constants_on_load: int | None = None,
+                 share_constants: bool = False) -> None:
         """``constants_on_load``: take Constant nodes and Identity nodes of constants up to
-        that many bytes out while loading (see load_constants.py); None keeps them."""
+        that many bytes out while loading (see load_constants.py); None keeps them.  With
+        ``share_constants`` too, equal small constants are read as the first of them."""
         self.source = model
         self.opsets: dict[str, int] = {}
         for opset in model.opset_import:
@@ -134,7 +136,8 @@ class ModelState:
             raise ModelError("the model imports no default (ai.onnx) opset")
         _check_versions(model, self.opsets)
         pool = ProtoPool()  # the view's messages, made together (see proto_pool.py)
-        loaded = None if constants_on_load is None else take_constants(model.graph, constants_on_load, pool)
+        loaded = None if constants_on_load is None else \
+            take_constants(model.graph, constants_on_load, pool, share_equal=share_constants)
         self.removed_on_load = loaded.removed if loaded is not None else 0
         try:
             self.view = GraphView(model.graph, self.opsets, declared_types(model, pool), constants=loaded,

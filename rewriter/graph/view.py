@@ -208,14 +208,19 @@ class GraphView:
         self.graph_outputs = [vi for vi in graph.output]
         self.input_names = {vi.name for vi in self.graph_inputs}
         self.output_names = {vi.name for vi in self.graph_outputs}
-        self.initializers: dict[str, TensorProto] = {t.name: t for t in graph.initializer}
         skipped, aliases = (constants.skipped, constants.aliases) if constants else ((), {})
+        dropped = constants.dropped if constants else ()
+        self.initializers: dict[str, TensorProto] = {t.name: t for t in graph.initializer
+                                                     if t.name not in dropped}
         for tensor in constants.initializers if constants else ():
             self.initializers[tensor.name] = tensor
         self.node_names: set[str] = set()
         self.repeated_node_names: list[str] = []  # names two loaded nodes share
         # a set passed in is shared (subgraph views keep fresh names unique model-wide)
         self.value_names: set[str] = reserved_names if isinstance(reserved_names, set) else set(reserved_names)
+        self.value_names.update(dropped)  # (never reused for fresh values)
+        if constants:
+            self._const_cache.update(constants.arrays)
 
         for name in outer_values:
             self._add_source(("outer", name))

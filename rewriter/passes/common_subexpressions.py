@@ -3,6 +3,8 @@
 Two nodes compute the same thing when they have the same op, domain, attributes and the same
 inputs — where equal small constants (same type, shape and bytes) count as the same input.
 The later node's outputs are replaced by the earlier one's, then it is dead and removed.
+(Equal constants of the model as loaded are already shared while loading, see
+graph/load_constants.py; this pass merges the ones computed later.)
 
 Not merged: nondeterministic ops, nodes with subgraphs, nodes whose outputs are graph
 outputs (their names must stay), initializers a caller can override (graph inputs), and
@@ -10,19 +12,20 @@ nodes placed differently (another layering annotation or execution provider).
 """
 from __future__ import annotations
 
-from onnx import TensorProto
-
 from ..dsl.schemas import normalize_domain
+from ..graph.load_constants import comparable, contents_key
 from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId
 from ..rewrite.propagation import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
 
-_SHARED_CONSTANT_BYTES = 1024  # constants up to this size are compared by content
 _NONDETERMINISTIC = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike",
                                "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"})
 
 
 _KEYS_CACHE = "cse_constant_keys"  # name -> (tensor, key): a view's tensors are never edited
+# key -> the first initializer seen with it, kept between runs: an incremental run looks up
+# the constants its changed nodes read instead of going through every initializer again
+_INDEX_CACHE = "cse_constant_index"
 
 
 def _constant_key(view: GraphView, value: str) -> tuple | None:
@@ -34,10 +37,10 @@ def _constant_key(view: GraphView, value: str) -> tuple | None:
     if cached is not None and cached[0] is tensor:
         return cached[1]
     key = None
-    if tensor.data_location != TensorProto.EXTERNAL and tensor.ByteSize() <= _SHARED_CONSTANT_BYTES:
+    if comparable(tensor):
         array = view.constant(value)
         if array is not None:
-            key = ("const", tensor.data_type, tuple(array.shape), array.tobytes())
+            key = contents_key(tensor, array)
     cache[value] = (tensor, key)
     return key
 
@@ -46,10 +49,12 @@ class _Keys:
     """What makes two nodes the same computation, with equal small constants identified
     (``canonical`` maps each duplicate constant to the first one seen)."""
 
-    def __init__(self, view: GraphView) -> None:
+    def __init__(self, view: GraphView, fresh_index: bool) -> None:
         self.view = view
         self.canonical: dict[str, str] = {}
-        self.constants: dict[tuple, str] = {}
+        if fresh_index:
+            view.pass_caches[_INDEX_CACHE] = {}
+        self.constants: dict[tuple, str] = view.pass_caches.setdefault(_INDEX_CACHE, {})
         self.known: set[str] = set()
         self.merged: set[str] = set()  # outputs of found duplicates and of their firsts
 
@@ -73,15 +78,17 @@ class _Keys:
         value = self.canonical.get(value, value)
         if value in self.known:
             return value
-        key = _constant_key(self.view, value)
+        view = self.view
+        key = _constant_key(view, value)
         if key is None:
             self.known.add(value)
             return value
-        first = self.constants.setdefault(key, value)
-        if first != value:
-            self.canonical[value] = first
-        else:
+        first = self.constants.get(key)
+        if first is None or first == value or _constant_key(view, first) != key:
+            self.constants[key] = value  # (a first one since removed: this one takes over)
             self.known.add(value)
+            return value
+        self.canonical[value] = first
         return first
 
     def key(self, node_id: NodeId) -> tuple | None:
@@ -126,7 +133,9 @@ def eliminate_common_subexpressions(state: ModelState, changed: list[NodeId] | N
     if changed is not None:
         return _eliminate_among(state.view, changed)
     view = state.view
-    keys = _Keys(view)
+    keys = _Keys(view, fresh_index=True)
+    for name in list(view.initializers):  # equal constants: the first of each stays
+        keys.canon(name)
     seen: dict[tuple, NodeId] = {}
     duplicates: list[tuple[NodeId, NodeId]] = []
     # in graph order (topological as loaded; rewrites place new nodes at their root): a
@@ -154,9 +163,12 @@ def eliminate_common_subexpressions(state: ModelState, changed: list[NodeId] | N
 
 
 def _eliminate_among(view: GraphView, changed: list[NodeId]) -> int:
-    keys = _Keys(view)
-    for name in list(view.initializers):
-        keys.canon(name)
+    keys = _Keys(view, fresh_index=False)
+    for node_id in changed:  # new constants are read by changed nodes (else they are dead)
+        if view.has_node(node_id):
+            for name in view.inputs(node_id):
+                if name and name not in keys.known and view.is_initializer(name):
+                    keys.canon(name)
     start = len(view.changes)
     _merge_constants(view, keys)
     removed = 0
