@@ -158,7 +158,8 @@ def _compile(expr: A.Expr) -> Compiled:
     if isinstance(expr, A.Binary):
         return _compile_binary(expr.op, _compile(expr.left), _compile(expr.right))
     if isinstance(expr, A.Compare):
-        return _compile_compare(expr.ops, [_compile(o) for o in expr.operands])
+        return _compile_compare(expr.ops, [_compile(o) for o in expr.operands],
+                                _literal(expr.operands[-1]) if len(expr.ops) == 1 else _UNBOUND)
     if isinstance(expr, A.BoolOp):
         values = [_compile(v) for v in expr.values]
         if expr.op == "and":
@@ -169,6 +170,17 @@ def _compile(expr: A.Expr) -> Compiled:
     if isinstance(expr, A.Call):
         return _compile_call(expr)
     raise EvalFailure(f"cannot evaluate {type(expr).__name__}")  # pragma: no cover
+
+
+def _literal(expr: A.Expr) -> object:
+    """The value of a number, string, or list of them (a fresh list each time it is
+    asked, so no caller shares it); ``_UNBOUND`` for anything else."""
+    if isinstance(expr, (A.Num, A.Str)):
+        return expr.value
+    if isinstance(expr, A.ListExpr):
+        items = [_literal(item) for item in expr.items]
+        return _UNBOUND if any(i is _UNBOUND or type(i) is list for i in items) else items
+    return _UNBOUND
 
 
 def _compile_name(name: str) -> Compiled:
@@ -214,9 +226,24 @@ def _compile_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
     return arith
 
 
-def _compile_compare(ops: tuple[str, ...], operands: list[Compiled]) -> Compiled:
+def _compile_compare(ops: tuple[str, ...], operands: list[Compiled],
+                     constant: object = _UNBOUND) -> Compiled:
+    """``constant``: the right operand's value when it is a literal (a number, string or
+    list of them), which then needs no evaluation."""
     if len(ops) == 1:  # the usual `a == b`
         (op,), (first, second) = ops, operands
+        if constant is not _UNBOUND and type(constant) in _PLAIN_TYPES:
+            operator_fn = _COMPARE[op]
+
+            def compare_literal(env: Env) -> bool:
+                left = first(env)
+                kind = type(left)
+                if kind is int or kind is str or kind is float or kind is bool:
+                    return bool(operator_fn(left, constant))  # (no numpy involved)
+                if left is not None:
+                    left = materialize(env.graph, left)
+                return _compare(op, left, constant)
+            return compare_literal
 
         def compare_two(env: Env) -> bool:
             left, right = first(env), second(env)
@@ -279,7 +306,18 @@ def _compile_call(expr: A.Call) -> Compiled:
         return unknown
     args = [_compile(a) for a in expr.args]
     impl, what = fn.impl, f"argument of {fn.name}()"
-    if fn.graph and len(args) == 1:  # rank(x), shape(x), const(x)...
+    if fn.graph and len(args) == 1 and isinstance(expr.args[0], A.Name) \
+            and expr.args[0].id not in DTYPES and expr.args[0].id not in CONSTANTS:
+        name = expr.args[0].id  # rank(x), shape(x), const(x)... of a variable
+
+        def graph_call(env: Env) -> object:
+            try:
+                value = env.lookup(name)
+            except KeyError:
+                raise EvalFailure(f"'{name}' is not bound") from None
+            return impl(env.graph, value)
+        return graph_call
+    if fn.graph and len(args) == 1:
         (only,) = args
         return lambda env: impl(env.graph, only(env))
     if fn.graph:

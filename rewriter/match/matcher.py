@@ -63,12 +63,14 @@ class _State:
 
     # -- Env protocol
     def lookup(self, name: str) -> object:
-        if name in self.values:
-            value = self.values[name]
-            if isinstance(value, list):
-                return [Ref(v) for v in value]
-            return None if value is None else Ref(value)
-        return self.scalars[name]
+        value = self.values.get(name, _MISSING)
+        if type(value) is str:  # (the usual case: one value of the graph)
+            return Ref(value)
+        if value is _MISSING:
+            return self.scalars[name]
+        if type(value) is list:
+            return [Ref(v) for v in value]
+        return None if value is None else Ref(value)
 
     def node_attribute(self, var: str, attr: str) -> object:
         eq_index = self.compiled.produced_by.get(var)
