@@ -17,13 +17,13 @@ from typing import Iterator
 import numpy as np
 
 from ..dsl import ast as A
-from ..dsl.schemas import attribute_default, is_commutative
+from ..dsl.schemas import attribute_default
 from ..expr.dtypes import DTYPES
 from ..expr.evaluate import EVAL_ERRORS, as_failure, compile_expr, truth
 from ..expr.functions import CONSTANTS
 from ..expr.values import EvalFailure, Ref
 from ..graph.view import FUNCTION_ATTRIBUTE, GraphView, NodeId
-from .plan import CompiledRule
+from .plan import ANY, LITERAL, VAR, AltPlan, CompiledRule
 
 _MISSING = object()
 
@@ -51,6 +51,8 @@ class Failure:
 class _State:
     """Bindings with an undo trail, and the ``Env`` expressions evaluate in."""
 
+    __slots__ = ("graph", "view", "compiled", "values", "scalars", "nodes", "used", "trail")
+
     def __init__(self, view: GraphView, compiled: CompiledRule) -> None:
         self.graph = view
         self.view = view
@@ -59,7 +61,7 @@ class _State:
         self.scalars: dict[str, object] = {}
         self.nodes: dict[int, NodeId] = {}
         self.used: set[NodeId] = set()
-        self.trail: list[tuple[str, str]] = []
+        self.trail: list[tuple[int, object]] = []  # (_VALUE | _SCALAR | _NODE, key)
 
     # -- Env protocol
     def lookup(self, name: str) -> object:
@@ -84,21 +86,21 @@ class _State:
         return len(self.trail)
 
     def undo(self, mark: int) -> None:
-        while len(self.trail) > mark:
-            kind, key = self.trail.pop()
-            if kind == "v":
+        trail = self.trail
+        while len(trail) > mark:
+            kind, key = trail.pop()
+            if kind == _VALUE:
                 del self.values[key]
-            elif kind == "s":
+            elif kind == _SCALAR:
                 del self.scalars[key]
             else:
-                node_id = self.nodes.pop(int(key))
-                self.used.discard(node_id)
+                self.used.discard(self.nodes.pop(key))
 
     def unify_value(self, name: str, value: object) -> bool:
         current = self.values.get(name, _MISSING)
         if current is _MISSING:
             self.values[name] = value
-            self.trail.append(("v", name))
+            self.trail.append((_VALUE, name))
             return True
         return current == value
 
@@ -106,14 +108,17 @@ class _State:
         current = self.scalars.get(name, _MISSING)
         if current is _MISSING:
             self.scalars[name] = value
-            self.trail.append(("s", name))
+            self.trail.append((_SCALAR, name))
             return True
         return values_equal(current, value)
 
     def bind_node(self, eq_index: int, node_id: NodeId) -> None:
         self.nodes[eq_index] = node_id
         self.used.add(node_id)
-        self.trail.append(("n", str(eq_index)))
+        self.trail.append((_NODE, eq_index))
+
+
+_VALUE, _SCALAR, _NODE = 0, 1, 2  # what a trail entry undoes
 
 
 def attribute_with_default(view: GraphView, node_id: NodeId, name: str) -> object:
@@ -299,7 +304,6 @@ class Matcher:
             yield Match(compiled, dict(state.values), dict(state.scalars), dict(state.nodes), root)
             return
         step = compiled.steps[step_index]
-        equation = compiled.rule.equations[step.equation]
         view = self.view
         via = step.via  # the candidate nodes: the root, a bound value's producer or its readers
         if via == "root":
@@ -315,28 +319,31 @@ class Matcher:
                 candidates = (producer,)
             else:
                 candidates = list(dict.fromkeys(n for n, slot in view.consumer_slots(bound) if type(slot) is int))
+        by_key = step.alternatives
         for node_id in candidates:
             if node_id in state.used:
                 continue
-            domain, op = view.node_key(node_id)
-            for alternative in equation.alternatives:
-                if alternative.op != op or alternative.domain != domain:
-                    if self.record_failures:
-                        self._fail(step_index, f"{op} is not {alternative.op}", state)
-                    continue
+            plans = by_key.get(view.node_key(node_id))
+            if plans is None:
+                if self.record_failures:
+                    domain, op = view.node_key(node_id)
+                    wanted = " or ".join(sorted({op for _, op in by_key}))
+                    self._fail(step_index, f"{op} is not {wanted}", state)
+                continue
+            for plan in plans:
                 # this node as this alternative: outputs, attributes, then each operand
                 # order (commutative ops) binds the inputs; each binding goes one step deeper
                 mark = state.mark()
-                if self._match_outputs(equation, view.outputs(node_id), state) and \
-                        self._match_attrs(alternative, node_id, state, step_index):
+                if self._match_outputs(step.outs, view.outputs(node_id), state) and \
+                        self._match_attrs(plan.alt, node_id, state, step_index):
                     inputs = view.inputs(node_id)
                     if inputs and not inputs[-1]:  # trailing absent optional inputs
                         inputs = list(inputs)
                         while inputs and not inputs[-1]:
                             inputs.pop()
-                    for order in self._input_orders(alternative, inputs):
+                    for order in self._input_orders(plan, inputs):
                         inner = state.mark()
-                        if self._match_inputs(alternative, order, state, step_index):
+                        if self._match_inputs(plan, order, state, step_index):
                             budget[0] -= 1
                             if budget[0] < 0:
                                 self._fail(step_index, "match attempt budget exhausted", state)
@@ -366,15 +373,14 @@ class Matcher:
         return True
 
     # ----------------------------------------------------------------- one node
-    def _match_outputs(self, equation: A.Equation, outputs: tuple[str, ...], state: _State) -> bool:
-        for slot, out in enumerate(equation.outs):
-            if out.name is None:
-                continue
+    def _match_outputs(self, outs: tuple[tuple[int, str, bool], ...], outputs: tuple[str, ...],
+                       state: _State) -> bool:
+        for slot, name, optional in outs:
             value = outputs[slot] if slot < len(outputs) else ""
             if not value:
-                if not out.optional or not state.unify_value(out.name, None):
+                if not optional or not state.unify_value(name, None):
                     return False
-            elif not state.unify_value(out.name, value):
+            elif not state.unify_value(name, value):
                 return False
         return True
 
@@ -407,9 +413,9 @@ class Matcher:
                 return False
         return True
 
-    def _input_orders(self, alt: A.OpPattern, inputs: list[str]):
+    def _input_orders(self, plan: AltPlan, inputs: list[str]):
         """The operand orders to try: as given, then (commutative ops) the others."""
-        if len(inputs) < 2 or not _reorderable(alt):
+        if len(inputs) < 2 or not plan.reorderable:
             return (inputs,)
         if len(inputs) == 2:
             return (inputs,) if inputs[0] == inputs[1] else (inputs, [inputs[1], inputs[0]])
@@ -417,32 +423,30 @@ class Matcher:
             return [list(perm) for perm in itertools.permutations(inputs)]
         return (inputs,)
 
-    def _match_inputs(self, alt: A.OpPattern, inputs: list[str], state: _State, depth: int) -> bool:
-        view = self.view
-        has_rest, fixed, kinds = _input_plan(alt)
+    def _match_inputs(self, plan: AltPlan, inputs: list[str], state: _State, depth: int) -> bool:
         count = len(inputs)
-        if count > fixed and not has_rest:
+        if count > plan.fixed and not plan.has_rest:
             if self.record_failures:
-                self._fail(depth, f"{alt.op} has {count} inputs, pattern has {fixed}", state)
+                self._fail(depth, f"{plan.alt.op} has {count} inputs, pattern has {plan.fixed}", state)
             return False
-        for i, (kind, arg) in enumerate(kinds):
+        for i, (kind, arg) in enumerate(plan.inputs):
             value = inputs[i] if i < count and inputs[i] else None
-            if kind is _VAR:
+            if kind is VAR:
                 if value is None and not arg.optional:
                     if self.record_failures:
-                        self._fail(depth, f"input {i} of {alt.op} is missing", state)
+                        self._fail(depth, f"input {i} of {plan.alt.op} is missing", state)
                     return False
                 if not state.unify_value(arg.name, value):
                     if self.record_failures:
                         self._fail(depth, f"'{arg.name}' is bound to another value", state)
                     return False
-            elif kind is _ANY:
+            elif kind is ANY:
                 if value is None:
                     return False
-            elif kind is _LITERAL:
-                if value is None or not literal_matches(view.constant(value), arg.literal):
+            elif kind is LITERAL:
+                if value is None or not literal_matches(self.view.constant(value), arg.literal):
                     if self.record_failures:
-                        self._fail(depth, f"input {i} of {alt.op} is not the constant "
+                        self._fail(depth, f"input {i} of {plan.alt.op} is not the constant "
                                           f"{'~' if arg.literal.approx else ''}{arg.literal.value}", state)
                     return False
                 if arg.bind and not state.unify_value(arg.bind, value):
@@ -451,36 +455,6 @@ class Matcher:
                 if not state.unify_value(arg.name, list(inputs[i:])):
                     return False
         return True
-
-
-_VAR, _ANY, _LITERAL, _REST = "var", "any", "literal", "rest"
-_ARG_KINDS = {A.VarArg: _VAR, A.AnyArg: _ANY, A.LiteralArg: _LITERAL, A.RestArg: _REST}
-_INPUT_PLANS: dict[int, tuple[A.OpPattern, tuple]] = {}
-
-
-def _input_plan(alt: A.OpPattern) -> tuple[bool, int, tuple[tuple[str, object], ...]]:
-    """(ends with *rest, number of fixed inputs, (kind, arg) per pattern input): the
-    isinstance tests on a pattern's inputs, made once per pattern node."""
-    entry = _INPUT_PLANS.get(id(alt))
-    if entry is None or entry[0] is not alt:
-        args = alt.args
-        has_rest = bool(args) and isinstance(args[-1], A.RestArg)
-        plan = (has_rest, len(args) - (1 if has_rest else 0), tuple((_ARG_KINDS[type(a)], a) for a in args))
-        entry = _INPUT_PLANS[id(alt)] = (alt, plan)
-    return entry[1]
-
-
-_REORDERABLE: dict[int, tuple[A.OpPattern, bool]] = {}
-
-
-def _reorderable(alt: A.OpPattern) -> bool:
-    """Whether operand orders are tried for this pattern node (a commutative op, no
-    ``*rest``); decided once per pattern node."""
-    entry = _REORDERABLE.get(id(alt))
-    if entry is None or entry[0] is not alt:
-        flag = is_commutative(alt.domain, alt.op) and not any(isinstance(a, A.RestArg) for a in alt.args)
-        entry = _REORDERABLE[id(alt)] = (alt, flag)
-    return entry[1]
 
 
 def _is_constant_name(name: str) -> bool:

@@ -15,8 +15,32 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..dsl import ast as A
-from ..dsl.schemas import normalize_domain
+from ..dsl.schemas import is_commutative, normalize_domain
 from ..expr.evaluate import compile_expr
+
+
+# how a pattern input is matched (see AltPlan.inputs)
+VAR, ANY, LITERAL, REST = "var", "any", "literal", "rest"
+_ARG_KINDS = {A.VarArg: VAR, A.AnyArg: ANY, A.LiteralArg: LITERAL, A.RestArg: REST}
+
+
+@dataclass(frozen=True)
+class AltPlan:
+    """One alternative of a pattern node, read once for the matcher: its inputs' kinds
+    (no isinstance tests per candidate node) and whether operand orders are tried."""
+
+    alt: A.OpPattern
+    inputs: tuple[tuple[str, object], ...]  # (kind, pattern arg) per pattern input
+    fixed: int                              # inputs before a *rest
+    has_rest: bool
+    reorderable: bool                       # a commutative op without *rest
+
+    @staticmethod
+    def of(alt: A.OpPattern) -> "AltPlan":
+        has_rest = bool(alt.args) and isinstance(alt.args[-1], A.RestArg)
+        return AltPlan(alt, tuple((_ARG_KINDS[type(a)], a) for a in alt.args),
+                       len(alt.args) - (1 if has_rest else 0), has_rest,
+                       is_commutative(alt.domain, alt.op) and not any(isinstance(a, A.RestArg) for a in alt.args))
 
 
 @dataclass(frozen=True)
@@ -28,6 +52,10 @@ class Step:
     wheres: tuple[int, ...]    # rule.wheres to check after this step
     # the same, compiled, in order: (let name or None for a where, closure, source line)
     checks: tuple[tuple[str | None, Callable, int], ...] = ()
+    # the equation's named outputs (slot, name, optional) and its alternatives by the
+    # (domain, op) a node must have for them
+    outs: tuple[tuple[int, str, bool], ...] = ()
+    alternatives: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -182,7 +210,16 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
             let_needed(li)
         return tuple(ordered)
 
-    steps = tuple(Step(eq, via, link, tuple(lets_at.get(k, ())), tuple(wheres_at.get(k, ())), checks(k))
+    def alternatives(eq: A.Equation) -> dict:
+        by_key: dict[tuple[str, str], list[AltPlan]] = {}
+        for alt in eq.alternatives:
+            by_key.setdefault((alt.domain, alt.op), []).append(AltPlan.of(alt))
+        return {key: tuple(plans) for key, plans in by_key.items()}
+
+    steps = tuple(Step(eq, via, link, tuple(lets_at.get(k, ())), tuple(wheres_at.get(k, ())), checks(k),
+                       tuple((slot, o.name, o.optional) for slot, o in enumerate(equations[eq].outs)
+                             if o.name is not None),
+                       alternatives(equations[eq]))
                   for k, (eq, via, link) in enumerate(order))
     root_ops = tuple(dict.fromkeys((normalize_domain(a.domain), a.op)
                                    for a in equations[root_index].alternatives))
