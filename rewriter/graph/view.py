@@ -216,6 +216,7 @@ class GraphView:
             self.initializers[tensor.name] = tensor
         self.node_names: set[str] = set()
         self.repeated_node_names: list[str] = []  # names two loaded nodes share
+        self._suffixes: dict[str, int] = {}  # base -> the last N of a fresh name base_N
         # a set passed in is shared (subgraph views keep fresh names unique model-wide)
         self.value_names: set[str] = reserved_names if isinstance(reserved_names, set) else set(reserved_names)
         self.value_names.update(dropped)  # (never reused for fresh values)
@@ -709,19 +710,23 @@ class GraphView:
 
     # ------------------------------------------------------------------------- names
     def fresh_value_name(self, base: str) -> str:
-        name = base
-        counter = itertools.count(1)
-        while name in self.value_names:
-            name = f"{base}_{next(counter)}"
-        self.value_names.add(name)
-        return name
+        return self._fresh(base, self.value_names)
 
     def fresh_node_name(self, base: str) -> str:
+        return self._fresh(base, self.node_names)
+
+    def _fresh(self, base: str, taken: set[str]) -> str:
+        """``base``, else ``base_N`` with the first free N counting from the last one given
+        for that base (a rule's constants all start from one base: probing from 1 each time
+        made naming quadratic in their number).  Adds the name to ``taken``."""
         name = base
-        counter = itertools.count(1)
-        while name in self.node_names:
-            name = f"{base}_{next(counter)}"
-        self.node_names.add(name)
+        if name in taken:
+            number = self._suffixes.get(base, 0)
+            while name in taken:
+                number += 1
+                name = f"{base}_{number}"
+            self._suffixes[base] = number
+        taken.add(name)
         return name
 
     # -------------------------------------------------------------------- write back
