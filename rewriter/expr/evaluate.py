@@ -245,8 +245,13 @@ def _compile_compare(ops: tuple[str, ...], operands: list[Compiled],
                 return _compare(op, left, constant)
             return compare_literal
 
+        operator_fn = _COMPARE[op]
+        ordering = op not in ("in", "not in")
+
         def compare_two(env: Env) -> bool:
             left, right = first(env), second(env)
+            if ordering and type(left) is int and type(right) is int:
+                return operator_fn(left, right)  # (two dims, say: no numpy involved)
             if left is not None and right is not None:  # `x == none` asks presence only
                 graph = env.graph
                 left, right = materialize(graph, left), materialize(graph, right)
@@ -278,6 +283,15 @@ def _compile_index(expr: A.Index) -> Compiled:
                          None if upper is None else int(upper(env))]
         return slice_
     index = _compile(expr.index)
+    if isinstance(expr.index, A.Num) and type(expr.index.value) is int:
+        position = expr.index.value  # `shape(x)[-1]`: no index to evaluate
+
+        def item_at(env: Env) -> object:
+            value = obj(env)
+            if type(value) is not list:
+                value = _indexable(env, value)
+            return value[position] if isinstance(value, list) else np.asarray(value)[position]
+        return item_at
 
     def item(env: Env) -> object:
         value = _indexable(env, obj(env))
