@@ -11,6 +11,7 @@ nodes under the built-in.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,15 +28,21 @@ _STANDARD = ("", "ai.onnx")
 SHARED_CONSTANT_BYTES = 1024  # constants up to this size are compared by content
 
 
-def comparable(tensor: TensorProto) -> bool:
-    """Whether a constant is small enough to be compared by content (as the
-    common-subexpression built-in does): in the model, at most SHARED_CONSTANT_BYTES."""
-    return tensor.data_location != TensorProto.EXTERNAL and tensor.ByteSize() <= SHARED_CONSTANT_BYTES
+def contents_key(tensor: TensorProto, contents) -> tuple | None:
+    """What makes two small constants the same value (type, shape, contents), as the
+    common-subexpression built-in compares them; None for a constant larger than
+    SHARED_CONSTANT_BYTES in the model, external or unreadable.  Contents are compared
+    as little-endian bytes: a tensor's ``raw_data`` as it is (no array made), else
+    ``contents()``, its array (None when unreadable)."""
+    if tensor.data_location == TensorProto.EXTERNAL or tensor.ByteSize() > SHARED_CONSTANT_BYTES:
+        return None
+    if _LITTLE_ENDIAN and tensor.HasField("raw_data") and tensor.data_type != TensorProto.STRING:
+        return ("const", tensor.data_type, tuple(tensor.dims), tensor.raw_data)
+    array = contents()
+    return None if array is None else ("const", tensor.data_type, tuple(array.shape), array.tobytes())
 
 
-def contents_key(tensor: TensorProto, array: np.ndarray) -> tuple:
-    """What makes two comparable constants the same value: type, shape and contents."""
-    return ("const", tensor.data_type, tuple(array.shape), array.tobytes())
+_LITTLE_ENDIAN = sys.byteorder == "little"  # (numpy's bytes are raw_data's layout)
 
 
 @dataclass
@@ -47,7 +54,6 @@ class LoadedConstants:
     initializers: list[TensorProto] = field(default_factory=list)  # from Constant nodes
     aliases: dict[str, str] = field(default_factory=dict)      # name read -> initializer read instead
     dropped: set[str] = field(default_factory=set)             # graph initializers not loaded
-    arrays: dict[str, np.ndarray] = field(default_factory=dict)  # contents already read
 
     @property
     def removed(self) -> int:
@@ -94,14 +100,13 @@ def take_constants(graph: GraphProto, max_identity_bytes: int, pool: ProtoPool,
 
     def shared(name: str, tensor: TensorProto) -> bool:
         """Whether an equal constant came first (then ``name`` is read as it)."""
-        if name in outputs or not comparable(tensor):
+        if name in outputs:
             return False  # (a graph output's name must stay)
-        array = _contents(tensor)
-        if array is None:
+        key = contents_key(tensor, lambda: _contents(tensor))
+        if key is None:
             return False
-        first = first_of.setdefault(contents_key(tensor, array), name)
+        first = first_of.setdefault(key, name)
         if first == name:
-            found.arrays[name] = array
             return False
         found.aliases[name] = first
         return True
@@ -137,10 +142,7 @@ def take_constants(graph: GraphProto, max_identity_bytes: int, pool: ProtoPool,
 
 
 def _contents(tensor: TensorProto) -> np.ndarray | None:
-    """A small tensor's contents, read-only (the view keeps them as its constant cache)."""
     try:
-        array = numpy_helper.to_array(tensor)
+        return numpy_helper.to_array(tensor)
     except Exception:  # an unsupported type: not compared
         return None
-    array.setflags(write=False)
-    return array

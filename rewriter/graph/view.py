@@ -220,8 +220,6 @@ class GraphView:
         # a set passed in is shared (subgraph views keep fresh names unique model-wide)
         self.value_names: set[str] = reserved_names if isinstance(reserved_names, set) else set(reserved_names)
         self.value_names.update(dropped)  # (never reused for fresh values)
-        if constants:
-            self._const_cache.update(constants.arrays)
 
         for name in outer_values:
             self._add_source(("outer", name))

@@ -13,7 +13,7 @@ nodes placed differently (another layering annotation or execution provider).
 from __future__ import annotations
 
 from ..dsl.schemas import normalize_domain
-from ..graph.load_constants import comparable, contents_key
+from ..graph.load_constants import contents_key
 from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId
 from ..rewrite.propagation import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
@@ -36,11 +36,7 @@ def _constant_key(view: GraphView, value: str) -> tuple | None:
     cached = cache.get(value)
     if cached is not None and cached[0] is tensor:
         return cached[1]
-    key = None
-    if comparable(tensor):
-        array = view.constant(value)
-        if array is not None:
-            key = contents_key(tensor, array)
+    key = contents_key(tensor, lambda: view.constant(value))
     cache[value] = (tensor, key)
     return key
 
