@@ -168,6 +168,12 @@ def known_domains() -> set[str]:
 
 def attribute_default(domain: str, op: str, version: int | None, name: str) -> object:
     """The default value of an attribute, as a Python value (None when it has none)."""
+    value = _attribute_default(domain, op, version, name)
+    return list(value) if type(value) is list else value  # (a list of the caller's own)
+
+
+@lru_cache(maxsize=None)
+def _attribute_default(domain: str, op: str, version: int | None, name: str) -> object:
     info = find_schema(domain, op, version)
     if info is None or name not in info.attributes:
         return None

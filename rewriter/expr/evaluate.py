@@ -159,7 +159,7 @@ def _compile(expr: A.Expr) -> Compiled:
         return _compile_binary(expr.op, _compile(expr.left), _compile(expr.right))
     if isinstance(expr, A.Compare):
         return _compile_compare(expr.ops, [_compile(o) for o in expr.operands],
-                                _literal(expr.operands[-1]) if len(expr.ops) == 1 else _UNBOUND)
+                                literal_value(expr.operands[-1]) if len(expr.ops) == 1 else _UNBOUND)
     if isinstance(expr, A.BoolOp):
         values = [_compile(v) for v in expr.values]
         if expr.op == "and":
@@ -172,13 +172,13 @@ def _compile(expr: A.Expr) -> Compiled:
     raise EvalFailure(f"cannot evaluate {type(expr).__name__}")  # pragma: no cover
 
 
-def _literal(expr: A.Expr) -> object:
-    """The value of a number, string, or list of them (a fresh list each time it is
-    asked, so no caller shares it); ``_UNBOUND`` for anything else."""
+def literal_value(expr: A.Expr) -> object:
+    """The value of a number, string, or flat list of them (a new list each time it is
+    asked); ``NOT_LITERAL`` for anything else."""
     if isinstance(expr, (A.Num, A.Str)):
         return expr.value
     if isinstance(expr, A.ListExpr):
-        items = [_literal(item) for item in expr.items]
+        items = [literal_value(item) for item in expr.items]
         return _UNBOUND if any(i is _UNBOUND or type(i) is list for i in items) else items
     return _UNBOUND
 
@@ -197,6 +197,7 @@ def _compile_name(name: str) -> Compiled:
 
 
 _UNBOUND = object()
+NOT_LITERAL = _UNBOUND  # what literal_value() gives for an expression that is not one
 
 
 def _compile_unary(op: str, operand: Compiled) -> Compiled:

@@ -18,12 +18,10 @@ import numpy as np
 
 from ..dsl import ast as A
 from ..dsl.schemas import attribute_default
-from ..expr.dtypes import DTYPES
-from ..expr.evaluate import EVAL_ERRORS, as_failure, compile_expr, truth
-from ..expr.functions import CONSTANTS
+from ..expr.evaluate import EVAL_ERRORS, as_failure, truth
 from ..expr.values import EvalFailure, Ref
 from ..graph.view import FUNCTION_ATTRIBUTE, GraphView, NodeId
-from .plan import ANY, LITERAL, VAR, AltPlan, CompiledRule
+from .plan import ANY, CAPTURE, FIXED, LITERAL, VAR, AltPlan, CompiledRule
 
 _MISSING = object()
 
@@ -335,7 +333,7 @@ class Matcher:
                 # order (commutative ops) binds the inputs; each binding goes one step deeper
                 mark = state.mark()
                 if self._match_outputs(step.outs, view.outputs(node_id), state) and \
-                        self._match_attrs(plan.alt, node_id, state, step_index):
+                        self._match_attrs(plan, node_id, state, step_index):
                     inputs = view.inputs(node_id)
                     if inputs and not inputs[-1]:  # trailing absent optional inputs
                         inputs = list(inputs)
@@ -384,32 +382,36 @@ class Matcher:
                 return False
         return True
 
-    def _match_attrs(self, alt: A.OpPattern, node_id: NodeId, state: _State, depth: int) -> bool:
-        for pattern in alt.attrs:
-            try:
-                actual = attribute_with_default(self.view, node_id, pattern.name)
-            except EvalFailure as err:
-                self._fail(depth, str(err), state)
+    def _match_attrs(self, plan: AltPlan, node_id: NodeId, state: _State, depth: int) -> bool:
+        view = self.view
+        for name, how, bind, fixed, compiled in plan.attrs:
+            actual = view.attribute(node_id, name)
+            if actual is None:
+                proto = view.node(node_id)
+                actual = attribute_default(proto.domain, proto.op_type, view.opset(proto.domain), name)
+            elif actual is FUNCTION_ATTRIBUTE:
+                self._fail(depth, f"attribute {name} is the calling node's (inside a function)", state)
                 return False
-            expr = pattern.value
             # a name not bound yet captures the attribute, also one that another alternative
             # binds to an input (`ReduceMean(x) {axes: ax} | ReduceMean(x, ax)`)
-            if isinstance(expr, A.Name) and expr.id not in state.values:
-                if expr.id in state.scalars or not _is_constant_name(expr.id):
-                    if not state.unify_scalar(expr.id, actual):
-                        if self.record_failures:
-                            self._fail(depth, f"attribute {pattern.name}={actual!r} differs", state)
-                        return False
-                    continue
-            try:
-                expected = compile_expr(expr)(state)
-            except EVAL_ERRORS as err:
-                if self.record_failures:
-                    self._fail(depth, f"attribute {pattern.name}: {as_failure(err)}", state)
-                return False
+            if bind is not None and bind not in state.values and (how == CAPTURE or bind in state.scalars):
+                if not state.unify_scalar(bind, actual):
+                    if self.record_failures:
+                        self._fail(depth, f"attribute {name}={actual!r} differs", state)
+                    return False
+                continue
+            if how == FIXED:
+                expected = fixed
+            else:
+                try:
+                    expected = compiled(state)
+                except EVAL_ERRORS as err:
+                    if self.record_failures:
+                        self._fail(depth, f"attribute {name}: {as_failure(err)}", state)
+                    return False
             if not values_equal(actual, expected):
                 if self.record_failures:
-                    self._fail(depth, f"attribute {pattern.name}={actual!r}, wanted {expected!r}", state)
+                    self._fail(depth, f"attribute {name}={actual!r}, wanted {expected!r}", state)
                 return False
         return True
 
@@ -455,7 +457,3 @@ class Matcher:
                 if not state.unify_value(arg.name, list(inputs[i:])):
                     return False
         return True
-
-
-def _is_constant_name(name: str) -> bool:
-    return name in DTYPES or name in CONSTANTS

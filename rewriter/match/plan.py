@@ -16,12 +16,31 @@ from typing import Callable
 
 from ..dsl import ast as A
 from ..dsl.schemas import is_commutative, normalize_domain
-from ..expr.evaluate import compile_expr
+from ..expr.dtypes import DTYPES
+from ..expr.evaluate import NOT_LITERAL, compile_expr, literal_value
+from ..expr.functions import CONSTANTS
 
 
 # how a pattern input is matched (see AltPlan.inputs)
 VAR, ANY, LITERAL, REST = "var", "any", "literal", "rest"
 _ARG_KINDS = {A.VarArg: VAR, A.AnyArg: ANY, A.LiteralArg: LITERAL, A.RestArg: REST}
+
+# how an attribute pattern is matched (see AltPlan.attrs): a name captures the attribute
+# unless it is bound already (a constant's name, float say, only when captured elsewhere);
+# a literal is compared as it is; any other expression is evaluated
+CAPTURE, CONSTANT_NAME, FIXED, COMPUTED = 0, 1, 2, 3
+
+
+def _attr_plan(pattern: A.AttrPattern) -> tuple[str, int, str | None, object, Callable]:
+    """(attribute, how, the name it binds or None, the literal value or None, closure)."""
+    expr, compiled = pattern.value, compile_expr(pattern.value)
+    if isinstance(expr, A.Name):
+        constant = expr.id in DTYPES or expr.id in CONSTANTS
+        return pattern.name, CONSTANT_NAME if constant else CAPTURE, expr.id, None, compiled
+    value = literal_value(expr)
+    if value is not NOT_LITERAL:
+        return pattern.name, FIXED, None, value, compiled
+    return pattern.name, COMPUTED, None, None, compiled
 
 
 @dataclass(frozen=True)
@@ -34,13 +53,15 @@ class AltPlan:
     fixed: int                              # inputs before a *rest
     has_rest: bool
     reorderable: bool                       # a commutative op without *rest
+    attrs: tuple[tuple, ...]                # per attribute pattern, see _attr_plan
 
     @staticmethod
     def of(alt: A.OpPattern) -> "AltPlan":
         has_rest = bool(alt.args) and isinstance(alt.args[-1], A.RestArg)
         return AltPlan(alt, tuple((_ARG_KINDS[type(a)], a) for a in alt.args),
                        len(alt.args) - (1 if has_rest else 0), has_rest,
-                       is_commutative(alt.domain, alt.op) and not any(isinstance(a, A.RestArg) for a in alt.args))
+                       is_commutative(alt.domain, alt.op) and not any(isinstance(a, A.RestArg) for a in alt.args),
+                       tuple(_attr_plan(pattern) for pattern in alt.attrs))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ nodes placed differently (another layering annotation or execution provider).
 """
 from __future__ import annotations
 
-from ..dsl.schemas import normalize_domain
 from ..graph.load_constants import contents_key
 from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId
