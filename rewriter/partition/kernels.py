@@ -68,10 +68,24 @@ class KernelTable:
         kernels = self.by_op.get((domain, op))
         if not kernels:
             return False
-        type_string = _type_strings(view)
-        key = (domain, op, view.opset(domain),
-               tuple([type_string(n) if n else "" for n in inputs]),
-               tuple([type_string(n) if n else "" for n in outputs]))
+        # the node's signature: the type string of each input and output ("" when absent),
+        # remembered per value in the view (types are replaced, never edited)
+        cache = view.pass_caches.get(_TYPE_STRINGS)
+        if cache is None:
+            cache = view.pass_caches[_TYPE_STRINGS] = {}
+        types, signature = view.types, [domain, op, view.opset(domain)]
+        for names in (inputs, outputs):
+            for name in names:
+                if not name:
+                    signature.append("")
+                    continue
+                type_proto = types.get(name) or view.type_of(name)
+                cached = cache.get(name)
+                if cached is None or cached[0] is not type_proto:
+                    cached = cache[name] = (type_proto, _type_string(type_proto))
+                signature.append(cached[1])
+            signature.append("|")
+        key = tuple(signature)
         answer = self._answers.get(key)
         if answer is None:
             answer = self._answers[key] = self._supports(view, proto, domain, kernels)
@@ -90,21 +104,7 @@ class KernelTable:
         return False
 
 
-def _type_strings(view: GraphView):
-    """``value -> _type_string(view.type_of(value))``, remembered in the view per type
-    (types are replaced, never edited): kernel checks ask for the same values again."""
-    cache = view.pass_caches.setdefault("kernel_type_strings", {})
-    type_of = view.type_of
-
-    def type_string(value: str) -> str | None:
-        type_proto = type_of(value)
-        cached = cache.get(value)
-        if cached is not None and cached[0] is type_proto:
-            return cached[1]
-        found = _type_string(type_proto)
-        cache[value] = (type_proto, found)
-        return found
-    return type_string
+_TYPE_STRINGS = "kernel_type_strings"  # view.pass_caches: value -> (its TypeProto, type string)
 
 
 def _type_string(type_proto: TypeProto | None) -> str | None:
