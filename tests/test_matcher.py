@@ -198,3 +198,48 @@ def test_matching_only_tries_rules_at_their_root_op():
     state = ModelState(m)
     assert len(state.view.nodes_by_op("", "Relu")) == 1
     assert state.view.nodes_by_op("", "Conv") == []
+
+
+
+ROOT_WHERES = HEADER + """
+rule TransposeRelu root t {
+    t = Transpose(x) {perm: p}
+    y = Relu(t)
+  where list(p) == [1, 0] and rank(x) == 2 and rank(y) == 2
+  =>
+    y = Transpose(Relu(x)) {perm: p}
+}
+
+rule CommutativeRoot root a {
+    a = Add(x, b)
+    y = Relu(a)
+  where rank(b) == 1
+  =>
+    y = Relu(a)
+}
+"""
+
+
+def test_wheres_on_the_root_alone_are_checked_with_the_root_checks_and_not_again():
+    from rewriter.dsl import load_pack_text
+    from rewriter.match.plan import compile_rule
+
+    transpose, commutative = (compile_rule(r) for r in load_pack_text(ROOT_WHERES).rules)
+    assert transpose.root_names == {"x": ("input", 0), "t": ("output", 0), "p": ("attr", "perm")}
+    assert len(transpose.root_wheres) == 2  # list(p) == [1, 0] and rank(x) == 2
+    assert len(transpose.steps[0].checks) == 0  # (not repeated in the search)
+    assert len(transpose.steps[1].checks) == 1  # rank(y): y is the Relu's
+    # an Add may bind its operands either way round: its wheres stay in the search
+    assert commutative.root_wheres == () and len(commutative.steps[0].checks) == 1
+
+
+@pytest.mark.parametrize("perm, shape, applies", [([1, 0], [2, 3], True), ([0, 1], [2, 3], False),
+                                                  ([1, 0, 2], [2, 3, 4], False)])
+def test_a_root_that_fails_a_where_on_it_alone_is_not_matched(perm, shape, applies):
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=perm), helper.make_node("Relu", ["t"], ["y"])]
+    out_shape = [shape[p] for p in perm]
+    before = model(nodes, [tensor("x", shape=shape)], [tensor("y", shape=out_shape)])
+    result = optimize_with(before, ROOT_WHERES)
+    assert result.report.applied("TransposeRelu") == (1 if applies else 0)
+    assert ops(result.model) == {"Transpose": 1, "Relu": 1}
+    assert_same_outputs(before, result.model)

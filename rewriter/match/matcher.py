@@ -240,6 +240,32 @@ class Neighborhood:
         return found
 
 
+class _RootEnv:
+    """The ``Env`` of a rule's wheres on the root alone: each name the root equation binds
+    read off the root node where the matcher would bind it (``CompiledRule.root_names``)
+    — the same values whenever the root matches, so these wheres need not run again."""
+
+    __slots__ = ("graph", "view", "node", "names")
+
+    def __init__(self, view: GraphView, node: NodeId, names: dict) -> None:
+        self.graph = self.view = view
+        self.node = node
+        self.names = names
+
+    def lookup(self, name: str) -> object:
+        kind, where = self.names[name]  # (KeyError: not a name of the root's)
+        if kind == "attr":
+            return attribute_with_default(self.view, self.node, where)
+        values = self.view.inputs(self.node) if kind == "input" else self.view.outputs(self.node)
+        value = values[where] if where < len(values) else ""
+        return Ref(value) if value else None
+
+    def node_attribute(self, var: str, attr: str) -> object:
+        if self.names.get(var, ("",))[0] != "output":
+            raise EvalFailure(f"'{var}' is not matched yet")
+        return attribute_with_default(self.view, self.node, attr)
+
+
 class Matcher:
     """Finds matches of compiled rules in a ``GraphView``."""
 
@@ -268,7 +294,8 @@ class Matcher:
         return Neighborhood(self.view, root)
 
     def root_checks_hold(self, compiled: CompiledRule, hood: Neighborhood) -> bool:
-        """The rule's necessary conditions on the root's neighbours (see plan._root_checks)."""
+        """The rule's necessary conditions on the root's neighbours (see plan._root_checks),
+        then its wheres on the root alone (``CompiledRule.root_wheres``)."""
         for kind, slot, ops in compiled.root_checks:
             if kind == "producer":
                 found = not ops.isdisjoint(hood.producers())
@@ -285,6 +312,19 @@ class Matcher:
                         wanted = " or ".join(op for _, op in sorted(ops))
                     self._fail(0, f"no {wanted} next to the root", None)
                 return False
+        if compiled.root_wheres:
+            env = _RootEnv(self.view, hood.root, compiled.root_names)
+            for check, line in compiled.root_wheres:
+                try:
+                    holds = truth(check(env))
+                except EVAL_ERRORS as err:
+                    if self.record_failures:
+                        self._fail(0, f"where (line {line}): {as_failure(err)}", None)
+                    return False
+                if not holds:
+                    if self.record_failures:
+                        self._fail(0, f"where (line {line}) does not hold", None)
+                    return False
         return True
 
     # --------------------------------------------------------------------- search

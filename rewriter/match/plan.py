@@ -89,6 +89,11 @@ class CompiledRule:
     replaced: frozenset[str]       # pattern values the replacement redefines
     revisit_paths: tuple[tuple, ...]  # per pattern node: the walk back to the root, see below
     root_checks: tuple[tuple[str, int, frozenset], ...]  # cheap necessary conditions, see below
+    # wheres that read only the root's own inputs, outputs and attributes, checked with
+    # the root checks (not again in the search): name -> ("input" | "output" | "attr",
+    # slot or attribute name), and (closure, source line) per where
+    root_names: dict = dataclasses.field(default_factory=dict)
+    root_wheres: tuple[tuple[Callable, int], ...] = ()
 
     @property
     def name(self) -> str:
@@ -202,6 +207,15 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
         step = _step_for(expr_names(where.expr), bound_after, bindable, let_step)
         wheres_at.setdefault(step, []).append(wi)
 
+    # wheres on the root alone run with the root checks, before any search (a Transpose
+    # whose perm is not the identity, a 3-D MatMul for a 2-D rule: most roots fail there)
+    root_names = _root_names(equations[root_index])
+    constant_names = (DTYPES.keys() | CONSTANTS.keys()) - bindable
+    hoisted = [wi for wi in wheres_at.get(0, ())
+               if root_names is not None and expr_names(rule.wheres[wi].expr) <= root_names.keys() | constant_names]
+    if hoisted:
+        wheres_at[0] = [wi for wi in wheres_at[0] if wi not in hoisted]
+
     def checks(k: int) -> tuple:
         # the wheres that need none of this step's lets run first (a let may trace a shape;
         # `where not const(s)` rejects at once), then the others; each let runs just before
@@ -250,7 +264,31 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
     return CompiledRule(rule, steps, root_ops, tensor_vars, produced_by,
                         replaced,
                         _revisit_paths(order, equations, binds),
-                        _root_checks(order, equations, root_index))
+                        _root_checks(order, equations, root_index),
+                        root_names or {},
+                        tuple((compile_expr(rule.wheres[wi].expr), rule.wheres[wi].pos.line) for wi in hoisted))
+
+
+def _root_names(root: A.Equation) -> dict[str, tuple[str, object]] | None:
+    """Where each name the root equation binds is read on the root node itself: ("input",
+    slot), ("output", slot) or ("attr", attribute name).  None when that is not fixed: more
+    than one alternative, operand orders tried, a *rest, or a name bound twice (then the
+    matcher's unification decides)."""
+    if len(root.alternatives) != 1:
+        return None
+    alt = root.alternatives[0]
+    if AltPlan.of(alt).reorderable or any(isinstance(a, A.RestArg) for a in alt.args):
+        return None
+    places: list[tuple[str, tuple[str, object]]] = []
+    for slot, arg in enumerate(alt.args):
+        name = arg.name if isinstance(arg, A.VarArg) else arg.bind if isinstance(arg, A.LiteralArg) else None
+        if name is not None:
+            places.append((name, ("input", slot)))
+    places += [(out.name, ("output", slot)) for slot, out in enumerate(root.outs) if out.name is not None]
+    places += [(attr.value.id, ("attr", attr.name)) for attr in alt.attrs
+               if isinstance(attr.value, A.Name) and attr.value.id not in DTYPES and attr.value.id not in CONSTANTS]
+    names = dict(places)
+    return names if len(names) == len(places) else None
 
 
 def _root_checks(order: list[tuple[int, str, str | None]], equations: tuple[A.Equation, ...],
