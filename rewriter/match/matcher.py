@@ -266,6 +266,61 @@ class _RootEnv:
         return attribute_with_default(self.view, self.node, attr)
 
 
+class RootDispatch:
+    """The rules rooted at one op, in the order they are tried, with the first neighbour
+    check of each (``CompiledRule.root_checks``: a producer or consumer op it needs)
+    indexed by that op.  One look at a node's neighbours then picks the rules that can
+    hold there — a decision shared by all of them — instead of every rule asking in turn
+    (a MatMul is the root of seven rules, each wanting another consumer)."""
+
+    def __init__(self, rules) -> None:
+        self.rules = tuple(rules)
+        # each rule with the root checks left to ask once its indexed one holds
+        self._pairs = tuple((rule, tuple(c for c in rule.root_checks if c is not _first_neighbour_check(rule)))
+                            for rule in self.rules)
+        self._always = 0  # bit set of the rules with no neighbour check
+        self._index: list[tuple[str, int, dict[tuple[str, str], int]]] = []  # (kind, slot, op -> bits)
+        tables: dict[tuple[str, int], dict[tuple[str, str], int]] = {}
+        for position, rule in enumerate(self.rules):
+            check = _first_neighbour_check(rule)
+            if check is None:
+                self._always |= 1 << position
+                continue
+            kind, slot, ops = check
+            table = tables.setdefault((kind, slot), {})
+            for op in ops:
+                table[op] = table.get(op, 0) | 1 << position
+        self._index = [(kind, slot, table) for (kind, slot), table in tables.items()]
+        self._chosen: dict[int, tuple] = {}  # bit set -> those rules, in order
+
+    def candidates(self, hood: Neighborhood) -> tuple:
+        """(rule, its other root checks, to be asked) for each rule whose indexed check
+        holds at ``hood``'s node, in order."""
+        bits = self._always
+        view, root = hood.view, hood.root
+        for kind, slot, table in self._index:
+            if kind == "producer":
+                producer_key = view.producer_key
+                for name in view.inputs(root):
+                    if name:
+                        bits |= table.get(producer_key(name), 0)
+            else:
+                outputs = view.outputs(root)
+                if slot < len(outputs) and outputs[slot]:
+                    node_key = view.node_key
+                    for consumer, _ in view.consumer_slots(outputs[slot]):
+                        bits |= table.get(node_key(consumer), 0)
+        chosen = self._chosen.get(bits)
+        if chosen is None:
+            chosen = self._chosen[bits] = tuple(pair for position, pair in enumerate(self._pairs)
+                                                if bits >> position & 1)
+        return chosen
+
+
+def _first_neighbour_check(rule: CompiledRule) -> tuple | None:
+    return next((c for c in rule.root_checks if c[0] != "constant"), None)
+
+
 class Matcher:
     """Finds matches of compiled rules in a ``GraphView``."""
 
@@ -293,10 +348,12 @@ class Matcher:
         """What the root checks of rules ask about a node (read lazily, then kept)."""
         return Neighborhood(self.view, root)
 
-    def root_checks_hold(self, compiled: CompiledRule, hood: Neighborhood) -> bool:
-        """The rule's necessary conditions on the root's neighbours (see plan._root_checks),
-        then its wheres on the root alone (``CompiledRule.root_wheres``)."""
-        for kind, slot, ops in compiled.root_checks:
+    def root_checks_hold(self, compiled: CompiledRule, hood: Neighborhood,
+                         checks: tuple | None = None) -> bool:
+        """The rule's necessary conditions on the root's neighbours (see plan._root_checks;
+        ``checks``: those of them still to ask), then its wheres on the root alone
+        (``CompiledRule.root_wheres``)."""
+        for kind, slot, ops in compiled.root_checks if checks is None else checks:
             if kind == "producer":
                 found = not ops.isdisjoint(hood.producers())
             elif kind == "constant":  # (ops: the root's literals)

@@ -22,7 +22,7 @@ from ..errors import FixpointError
 from ..expr.values import EvalFailure
 from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId
-from ..match.matcher import Matcher
+from ..match.matcher import Matcher, RootDispatch
 from ..match.plan import CompiledRule, compile_rule
 from .apply import Refused, Rewriter
 from .propagation import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
@@ -86,10 +86,11 @@ class LevelRunner:
         self.allowed: dict[str, frozenset[str]] = {
             r.name: frozenset(r.providers or p.providers) for p in self.packs for r in p.rules}
         self.rules = [compiled(r) for p in self.packs for r in p.rules]
-        self.by_op: dict[tuple[str, str], list[CompiledRule]] = {}
+        by_op: dict[tuple[str, str], list[CompiledRule]] = {}
         for position, rule in sorted(enumerate(self.rules), key=lambda pr: (-pr[1].rule.benefit, pr[0])):
             for key in rule.root_ops:
-                self.by_op.setdefault(key, []).append(rule)
+                by_op.setdefault(key, []).append(rule)
+        self.by_op: dict[tuple[str, str], RootDispatch] = {key: RootDispatch(rules) for key, rules in by_op.items()}
         self.revisit = _RevisitTrie(self.rules)
         self.builtins = list(dict.fromkeys(b for p in self.packs for b in p.builtins))
         self.max_rewrites = max_rewrites
@@ -152,7 +153,8 @@ class LevelRunner:
         matcher = Matcher(view, record_failures=False)
         rewriter = Rewriter(self.state, self._kernel_check if self.placement.after_partition else None)
         for node_id in sorted(view.node_ids(), key=view.order_of):
-            for rule in self.by_op.get(view.node_key(node_id), ()):
+            dispatch = self.by_op.get(view.node_key(node_id))
+            for rule in dispatch.rules if dispatch else ():
                 for match in matcher.matches(rule, node_id):
                     if self._placement_allows(rule, match) and rewriter.would_apply(match):
                         raise AssertionError(f"fixpoint missed {rule.name} at node "
@@ -184,12 +186,12 @@ class LevelRunner:
             queued.discard(node_id)
             if not view.has_node(node_id):
                 continue
-            candidates = self.by_op.get(view.node_key(node_id))
-            if not candidates:
+            dispatch = self.by_op.get(view.node_key(node_id))
+            if dispatch is None:
                 continue
             hood = matcher.neighborhood(node_id)  # shared by the rules' root checks
-            for rule in candidates:
-                if not matcher.root_checks_hold(rule, hood):
+            for rule, checks in dispatch.candidates(hood):
+                if not matcher.root_checks_hold(rule, hood, checks):
                     continue
                 result = self._try(rule, node_id, matcher, rewriter, hood)
                 if result is None:
