@@ -8,6 +8,10 @@ again (a tenth of the time of a BERT export's extended level).  The result is th
 the built-in's first round makes: the same rules apply (a graph output keeps its node; an
 Identity of a constant above the built-in's size limit stays), and the report counts these
 nodes under the built-in.
+
+Likewise for ``common_subexpression_elimination``: equal small constants (a BERT export
+repeats its scalars and shape constants in every layer: 378 of them) are read as the first
+of them while loading, as that built-in's first round would merge them one by one.
 """
 from __future__ import annotations
 
