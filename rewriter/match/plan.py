@@ -4,8 +4,11 @@ Each step names how its graph node is found: the root step is given the candidat
 "output" step takes the producer of a value already bound (one candidate, cheap); an "input"
 step enumerates the consumers of a bound value (several candidates).  Producer steps are
 preferred, then consumers of a matched node's output, and only then other readers of a
-matched node's input (an input may be a constant shared across the whole graph).  Each ``where`` and ``let`` is attached to the first step after which every name
-it reads is bound, so a failing constraint prunes the search as early as possible.
+matched node's input (an input may be a constant shared across the whole graph).  Each
+``where`` and ``let`` is attached to the first step after which every name it reads is
+bound, so a failing constraint prunes the search as early as possible; a ``where`` that
+reads only the root's own inputs, outputs and attributes runs even before the search, with
+the root checks (``CompiledRule.root_wheres``).
 """
 from __future__ import annotations
 
@@ -46,7 +49,8 @@ def _attr_plan(pattern: A.AttrPattern) -> tuple[str, int, str | None, object, Ca
 @dataclass(frozen=True)
 class AltPlan:
     """One alternative of a pattern node, read once for the matcher: its inputs' kinds
-    (no isinstance tests per candidate node) and whether operand orders are tried."""
+    (no isinstance tests per candidate node), how each attribute pattern is matched, and
+    whether operand orders are tried."""
 
     alt: A.OpPattern
     inputs: tuple[tuple[str, object], ...]  # (kind, pattern arg) per pattern input
