@@ -233,9 +233,8 @@ def _compile_compare(ops: tuple[str, ...], operands: list[Compiled],
     list of them), which then needs no evaluation."""
     if len(ops) == 1:  # the usual `a == b`
         (op,), (first, second) = ops, operands
+        operator_fn = _COMPARE[op]
         if constant is not _UNBOUND and type(constant) in _PLAIN_TYPES:
-            operator_fn = _COMPARE[op]
-
             def compare_literal(env: Env) -> bool:
                 left = first(env)
                 kind = type(left)
@@ -246,7 +245,6 @@ def _compile_compare(ops: tuple[str, ...], operands: list[Compiled],
                 return _compare(op, left, constant)
             return compare_literal
 
-        operator_fn = _COMPARE[op]
         ordering = op not in ("in", "not in")
 
         def compare_two(env: Env) -> bool:

@@ -64,17 +64,13 @@ class LoadedConstants:
         return len(self.skipped)
 
 
-def constant_node_tensor(node: NodeProto, pool: ProtoPool | None = None) -> TensorProto | None:
+def constant_node_tensor(node: NodeProto, pool: ProtoPool) -> TensorProto | None:
     """A Constant node's value as a tensor (named like its output; a ``value`` tensor is
-    copied into ``pool`` when given); None when unreadable."""
+    copied into ``pool``, the view's); None when unreadable."""
     tensor = None
     for attr in node.attribute:
         if attr.name == "value":
-            if pool is not None:
-                tensor = pool.copy_tensor(attr.t)
-            else:
-                tensor = TensorProto()
-                tensor.CopyFrom(attr.t)
+            tensor = pool.copy_tensor(attr.t)
             break
         if attr.name in ("value_string", "value_strings"):
             tensor = numpy_helper.from_array(np.array(helper.get_attribute_value(attr), dtype=object))

@@ -46,10 +46,6 @@ class ProtoPool:
         copy.CopyFrom(tensor)
         return copy
 
-    def tensor(self) -> TensorProto:
-        """A new, empty TensorProto to fill in."""
-        return self._add_tensor()
-
     def tensor_type(self, elem_type: int, dims: Iterable[int]) -> TypeProto:
         """The type of a tensor with these static dims, one message per distinct type
         (types are replaced, never edited, so values may share one); no dims is a scalar."""

@@ -275,14 +275,12 @@ class RootDispatch:
 
     def __init__(self, rules) -> None:
         self.rules = tuple(rules)
-        # each rule with the root checks left to ask once its indexed one holds
-        self._pairs = tuple((rule, tuple(c for c in rule.root_checks if c is not _first_neighbour_check(rule)))
-                            for rule in self.rules)
+        pairs = []  # each rule with the root checks left to ask once its indexed one holds
         self._always = 0  # bit set of the rules with no neighbour check
-        self._index: list[tuple[str, int, dict[tuple[str, str], int]]] = []  # (kind, slot, op -> bits)
         tables: dict[tuple[str, int], dict[tuple[str, str], int]] = {}
         for position, rule in enumerate(self.rules):
-            check = _first_neighbour_check(rule)
+            check = next((c for c in rule.root_checks if c[0] != "constant"), None)
+            pairs.append((rule, tuple(c for c in rule.root_checks if c is not check)))
             if check is None:
                 self._always |= 1 << position
                 continue
@@ -290,6 +288,8 @@ class RootDispatch:
             table = tables.setdefault((kind, slot), {})
             for op in ops:
                 table[op] = table.get(op, 0) | 1 << position
+        self._pairs = tuple(pairs)
+        # (kind, slot, op -> bit set of the rules needing that op there)
         self._index = [(kind, slot, table) for (kind, slot), table in tables.items()]
         self._chosen: dict[int, tuple] = {}  # bit set -> those rules, in order
 
@@ -316,9 +316,6 @@ class RootDispatch:
                                                 if bits >> position & 1)
         return chosen
 
-
-def _first_neighbour_check(rule: CompiledRule) -> tuple | None:
-    return next((c for c in rule.root_checks if c[0] != "constant"), None)
 
 
 class Matcher:

@@ -53,7 +53,7 @@ def _fold_constant_nodes(view: GraphView) -> int:
         out = proto.output[0] if proto.output else ""
         if not out or view.is_graph_output(out):
             continue
-        tensor = constant_node_tensor(proto)
+        tensor = constant_node_tensor(proto, view.protos)
         if tensor is None:
             continue
         view.remove_node(node_id)
