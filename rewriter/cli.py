@@ -176,15 +176,19 @@ def check(files: tuple[Path, ...]) -> None:
 
 @cli.command()
 @click.argument("packs", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--rule", default=None, help="Verify only this rule.")
-@click.option("--examples", type=int, default=None, help="Draws per rule (default 100).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the campaign.")
+@click.option("--rule", "rules", multiple=True, help="Verify only this rule (repeatable).")
+@click.option("--examples", type=click.IntRange(min=1), default=None,
+              help="Draws per rule (default 100).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the campaign: the same seed gives the same counterexamples.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Rules verified in parallel processes (default: every core).")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), default=Path("verify-out"),
               show_default=True,
               help="Where counterexamples are written (OUT/PACK/RULE/).")
 @click.option("--strict", is_flag=True, help="Also fail (exit 1) when a rule never applied.")
-def verify(packs: tuple[Path, ...], rule: str | None, examples: int | None, seed: int,
-           out_dir: Path, strict: bool) -> None:
+def verify(packs: tuple[Path, ...], rules: tuple[str, ...], examples: int | None, seed: int,
+           jobs: int | None, out_dir: Path, strict: bool) -> None:
     """Fuzz every rule of PACKS (files or directories; default: the bundled packs): draw
     instances of each pattern, rewrite them with the engine, and compare both models in
     onnxruntime.  A failure is shrunk and saved; exit 1."""
@@ -194,11 +198,13 @@ def verify(packs: tuple[Path, ...], rule: str | None, examples: int | None, seed
     from .verify import verify as run_verify
     from .verify.campaign import collect_packs
 
+    if out_dir.exists() and not out_dir.is_dir():
+        _fail(RewriterError(f"--out {out_dir}: exists and is not a directory"))
     try:
         chosen = collect_packs(list(packs) or None)
     except RewriterError as error:
         _fail(error)
-    total = sum(1 for p in chosen for r in p.rules if rule is None or r.name == rule)
+    total = sum(1 for p, _ in chosen for r in p.rules if not rules or r.name in rules)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                         TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal)
     with progress:
@@ -208,24 +214,30 @@ def verify(packs: tuple[Path, ...], rule: str | None, examples: int | None, seed
             progress.update(task, advance=1, description=f"{verdict.rule}: {verdict.verdict}")
 
         try:
-            report = run_verify(packs=chosen, rule=rule, examples=examples or DEFAULT_EXAMPLES, seed=seed,
-                                out=out_dir, on_rule=advance)
+            report = run_verify(packs=[p for p, _ in chosen], rule=list(rules) or None,
+                                examples=examples or DEFAULT_EXAMPLES, seed=seed, out=out_dir,
+                                on_rule=advance, jobs=jobs)
         except RewriterError as error:
             _fail(error)
     table = Table(title="verification", title_justify="left")
     for column, justify in (("rule", "left"), ("draws", "right"), ("applied", "right"),
-                            ("near misses refused", "right"), ("max abs error", "right"), ("verdict", "left")):
+                            ("near misses refused", "right"), ("max abs error", "right"),
+                            ("max rel error", "right"), ("seconds", "right"), ("verdict", "left")):
         table.add_column(column, justify=justify, no_wrap=column == "rule")
     for v in report.verdicts:
         style = {"ok": "green", "FAIL": "bold red", "unverified": "yellow"}[v.verdict]
         table.add_row(f"{v.pack}.{v.rule}", str(v.draws), str(v.applied),
-                      f"{v.near_misses_refused}/{v.near_misses}", f"{v.max_abs:.2g}",
-                      f"[{style}]{v.verdict}[/{style}]")
+                      f"{v.near_misses_refused}/{v.near_misses}", f"{v.max_abs:.2g}", f"{v.max_rel:.2g}",
+                      f"{v.seconds:.1f}", f"[{style}]{v.verdict}[/{style}]")
     out.print(table)
+    out.print(f"{len(report.verdicts)} rules in {report.seconds:.1f} s: {len(report.failed)} failed, "
+              f"{len(report.unverified)} unverified", markup=False)
     for v in report.verdicts:
         if v.verdict == "FAIL":
-            err.print(f"FAIL {v.pack}.{v.rule}: {v.message}\n  counterexample: {v.artifacts}/ "
-                      f"(before.onnx, after.onnx, inputs.npz, report.txt)", markup=False, soft_wrap=True)
+            where = f"\n  counterexample: {v.artifacts}/ (before.onnx, after.onnx, inputs.npz, report.txt)" \
+                if v.artifacts else ""
+            err.print(f"FAIL {v.pack}.{v.rule}: {v.message} (max abs error {v.max_abs:.3g}, max rel "
+                      f"error {v.max_rel:.3g}){where}", markup=False, soft_wrap=True)
         elif v.verdict == "unverified":
             err.print(f"unverified {v.pack}.{v.rule}: {v.message}", markup=False, soft_wrap=True)
     if report.failed or (strict and report.unverified):

@@ -141,7 +141,7 @@ def test_no_python_evaluation_is_reachable():
 
 def test_op_arity_accepts_any_opset_version():
     # Slice takes attributes before opset 10 and inputs after: both forms check.
-    load_pack_text(HEADER + "rule A { y = Slice(x) {starts, ends} => y = x }\n"
+    load_pack_text(HEADER + "rule A { y = Slice(x) {starts, ends} where starts == ends => y = x }\n"
                             "rule B { y = Slice(x, s, e) => y = x }")
 
 

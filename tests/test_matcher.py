@@ -160,7 +160,7 @@ def test_variadic_rest_binds_the_remaining_inputs():
 
 def test_multi_output_nodes_bind_each_output():
     rules = HEADER + """rule R root a {
-        a, b = Split(x) {axis: 0}
+        a, b = Split(x) {axis: 0, num_outputs: 2}
         y = Add(a, b)
       => y = ReduceSum(x, [0]) {keepdims: 1} }"""
     m = model([helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=0),

@@ -7,6 +7,7 @@ import onnx
 import pytest
 
 import rewriter
+from rewriter.dsl import parse_pack
 from rewriter.rewrite import apply as apply_module
 from rewriter.verify import DEFAULT_EXAMPLES, verify
 from rewriter.verify.compare import run_model
@@ -15,9 +16,11 @@ HEADER = "pack mutants level 1\n"
 
 
 def verify_text(text: str, tmp_path, examples: int = DEFAULT_EXAMPLES, level: int = 1,
-                shrink_seconds: float = 1.0):
-    pack = rewriter.load_pack_text(text.replace("level 1", f"level {level}", 1), "mutants.rules")
-    return verify(packs=[pack], examples=examples, out=tmp_path, seed=1, shrink_seconds=shrink_seconds)
+                shrink_seconds: float = 1.0, **options):
+    """Verify a pack given as text, unchecked (a rule the checker refuses fails verify)."""
+    pack = parse_pack(text.replace("level 1", f"level {level}", 1), "mutants.rules")
+    return verify(packs=[pack], examples=examples, out=tmp_path, seed=1, shrink_seconds=shrink_seconds,
+                  jobs=options.pop("jobs", 1), **options)
 
 
 def only_verdict(report):
@@ -40,6 +43,18 @@ CONV_BN_WITHOUT_EPSILON = HEADER + """
 rule ConvBatchNormNoEpsilon root c {
     c = Conv(x, W, B?)
     y = BatchNormalization(c, scale, b, mean, var) {epsilon}
+  where const(W, B, scale, b, mean, var)
+  let k = scale / sqrt(var)
+  =>
+    y = Conv(x, W * reshape(k, [-1] + [1] * (rank(W) - 1)), ((B ?? 0) - mean) * k + b) {...c}
+}"""
+
+# The same bug, said to the checker: `{epsilon: _}` (any value is fine) lets it through, and
+# the fuzzing must catch it.
+CONV_BN_EPSILON_ANY_VALUE = HEADER + """
+rule ConvBatchNormEpsilonAnyValue root c {
+    c = Conv(x, W, B?)
+    y = BatchNormalization(c, scale, b, mean, var) {epsilon: _}
   where const(W, B, scale, b, mean, var)
   let k = scale / sqrt(var)
   =>
@@ -69,13 +84,19 @@ rule LayerNormAnyAxis root m {
 }"""
 
 
+LAYER_NORM_AXIS_ANY_VALUE = LAYER_NORM_IGNORING_AXIS.replace("{axes: ax}", "{axes: _}").replace(
+    "LayerNormAnyAxis", "LayerNormAxisAnyValue")
+
+
 @pytest.mark.parametrize("text, level", [
     (GELU_WRONG_CONSTANT, 2),
     (CONV_BN_WITHOUT_EPSILON, 1),
+    (CONV_BN_EPSILON_ANY_VALUE, 1),
+    (LAYER_NORM_AXIS_ANY_VALUE, 1),
     (CONV_ADD_WITHOUT_PER_CHANNEL_CHECK, 1),
     (LAYER_NORM_IGNORING_AXIS, 1),
-], ids=["gelu-wrong-constant", "conv-bn-no-epsilon", "conv-add-no-per-channel-check",
-        "layernorm-ignores-axis"])
+], ids=["gelu-wrong-constant", "conv-bn-no-epsilon", "conv-bn-epsilon-any-value",
+        "layernorm-axis-any-value", "conv-add-no-per-channel-check", "layernorm-ignores-axis"])
 def test_seeded_mutant_is_caught_with_the_default_budget(text, level, tmp_path):
     verdict = only_verdict(verify_text(text.replace("pack mutants level 1", "pack mutants level 1"
                                                     + (" providers CPU" if level >= 2 else "")),
@@ -107,13 +128,13 @@ def test_identity_elimination_that_ignores_graph_outputs_is_caught(tmp_path, mon
 def conv_bn_failure(tmp_path_factory):
     """One failing campaign, shrunk with the default budget, shared by the tests below."""
     out = tmp_path_factory.mktemp("verify")
-    return only_verdict(verify_text(CONV_BN_WITHOUT_EPSILON, out, shrink_seconds=8.0)), out
+    return only_verdict(verify_text(CONV_BN_EPSILON_ANY_VALUE, out, shrink_seconds=8.0)), out
 
 
 def test_a_failure_is_saved_as_files_that_reproduce_it(conv_bn_failure):
     verdict, out = conv_bn_failure
     folder = verdict.artifacts
-    assert folder == out / "mutants" / "ConvBatchNormNoEpsilon"
+    assert folder == out / "mutants" / "ConvBatchNormEpsilonAnyValue"
     before = onnx.load(str(folder / "before.onnx"))
     after = onnx.load(str(folder / "after.onnx"))
     feeds = dict(np.load(folder / "inputs.npz"))

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ..errors import RuleError
 from .ast import Pack, Rule
-from .check import check_pack
+from .check import check_pack, check_rules
 from .parse import parse_pack, parse_pack_file
 
 _CACHE: dict[tuple[str, int, int], Pack] = {}
@@ -42,5 +42,23 @@ def load_pack(path: str | Path) -> Pack:
     return _CACHE[key]
 
 
-__all__ = ["Pack", "Rule", "check_pack", "load_pack", "load_pack_text", "parse_pack",
-           "parse_pack_file"]
+def load_pack_checked(source: str | Path | Pack) -> tuple[Pack, dict[str, list[RuleError]]]:
+    """A pack (a file, or one parsed already) with each rule's static problems, by rule
+    name, instead of raising them: ``rewriter verify`` fails those rules and verifies the
+    others.  Problems of the pack as a whole (a bad header, a rule defined twice) raise."""
+    if isinstance(source, Pack):
+        pack, text = source, None
+    else:
+        path = Path(source)
+        pack = parse_pack_file(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = None
+    pack_errors, by_rule = check_rules(pack)
+    _raise_first(pack_errors, text)
+    return pack, by_rule
+
+
+__all__ = ["Pack", "Rule", "check_pack", "check_rules", "load_pack", "load_pack_checked",
+           "load_pack_text", "parse_pack", "parse_pack_file"]

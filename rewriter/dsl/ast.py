@@ -138,6 +138,60 @@ Expr = Union[Num, Str, Const, Name, AttrRef, ListExpr, Unary, Binary, Compare, B
              Slice, Call]
 
 
+def names_read(expr: "Expr") -> set[str]:
+    """Names an expression reads: variables, captures and lets; ``c.group`` and ``{...c}``
+    count ``c``."""
+    names: set[str] = set()
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Name):
+            names.add(e.id)
+        elif isinstance(e, AttrRef):
+            names.add(e.var)
+        elif isinstance(e, Call):
+            stack.extend(e.args)
+            for attr in e.attrs or ():
+                if isinstance(attr, AttrSet):
+                    stack.append(attr.value)
+                else:
+                    names.add(attr.var)
+        elif isinstance(e, (ListExpr,)):
+            stack.extend(e.items)
+        elif isinstance(e, (Compare,)):
+            stack.extend(e.operands)
+        elif isinstance(e, BoolOp):
+            stack.extend(e.values)
+        elif isinstance(e, Unary):
+            stack.append(e.operand)
+        elif isinstance(e, Binary):
+            stack.extend((e.left, e.right))
+        elif isinstance(e, Index):
+            stack.extend((e.obj, e.index))
+        elif isinstance(e, Slice):
+            stack.extend(x for x in (e.lower, e.upper) if x is not None)
+    return names
+
+
+def conjuncts(expr: "Expr") -> list["Expr"]:
+    """``a and (b and c)`` as ``[a, b, c]`` (anything else as itself)."""
+    if isinstance(expr, BoolOp) and expr.op == "and":
+        return [c for v in expr.values for c in conjuncts(v)]
+    return [expr]
+
+
+def spread_names(rule: "Rule") -> set[str]:
+    """The pattern values whose producing node's attributes a replacement copies (``{...c}``)."""
+    found: set[str] = set()
+    stack = [eq.value for eq in rule.replacement]
+    while stack:
+        expr = stack.pop()
+        if isinstance(expr, Call):
+            found.update(a.var for a in expr.attrs or () if isinstance(a, AttrSpread))
+            stack.extend(expr.args)
+    return found
+
+
 def is_op_name(name: str) -> bool:
     """An op name carries a domain or starts upper-case; function names are lower-case."""
     return "." in name or name[:1].isupper()
@@ -199,16 +253,22 @@ PatternArg = Union[VarArg, AnyArg, RestArg, LiteralArg]
 
 @dataclass(frozen=True)
 class AttrPattern:
-    """``{name}`` captures attribute ``name``; ``{name: expr}`` unifies it with ``expr``.
+    """``{name}`` captures attribute ``name``; ``{name: expr}`` unifies it with ``expr``;
+    ``{name: _}`` accepts any value (``value`` is None): the author says it does not matter.
 
     Unification: if ``expr`` is a name not yet bound it captures the attribute under that
     name; a bound name or any other expression must equal the attribute's value.  Absent
-    attributes take the op schema's default.
+    attributes take the op schema's default.  An attribute a pattern does not mention must
+    be at its default for a node the rewrite deletes (an engine guarantee).
     """
 
     name: str
-    value: Expr
+    value: "Expr | None"
     pos: Position
+
+    @property
+    def any_value(self) -> bool:
+        return self.value is None
 
 
 @dataclass(frozen=True)

@@ -150,7 +150,7 @@ class _Checker:
         for eq in rule.equations:
             for alt in eq.alternatives:
                 for attr in alt.attrs:
-                    if not isinstance(attr.value, A.Name):
+                    if attr.value is not None and not isinstance(attr.value, A.Name):
                         self.check_expr(attr.value, scope)
         if rule.root not in scope.produced:
             self.error(f"root '{rule.root}' is not the output of a pattern node", rule.pos)
@@ -180,6 +180,36 @@ class _Checker:
             elif example.value is not None:
                 self.check_expr(example.value, _Scope())
         self.check_replacement(rule, scope)
+        self.check_attributes_accounted(rule, scope)
+
+    def check_attributes_accounted(self, rule: A.Rule, scope: _Scope) -> None:
+        """A captured attribute of a node the rewrite deletes must be read somewhere (a
+        where, a let, the replacement), or the node's attributes copied (``{...c}``):
+        otherwise the rule accepts any value and the rewrite drops it.  (Attributes a
+        pattern does not mention are the engine's: they must be at their defaults.)"""
+        used: set[str] = set()
+        for clause in (*rule.wheres, *rule.lets):
+            used |= A.names_read(clause.expr)
+        for eq in rule.replacement:
+            used |= A.names_read(eq.value)
+        for eq in rule.equations:
+            for alt in eq.alternatives:
+                for attr in alt.attrs:
+                    if attr.value is not None and not isinstance(attr.value, A.Name):
+                        used |= A.names_read(attr.value)
+        spread = A.spread_names(rule)
+        survivors = _surviving_equations(rule)
+        for index, eq in enumerate(rule.equations):
+            if index in survivors or any(name in spread for name in eq.out_names):
+                continue  # never deleted, or every attribute copied: nothing is dropped
+            for alt in eq.alternatives:
+                for attr in alt.attrs:
+                    value = attr.value
+                    if isinstance(value, A.Name) and value.id in scope.scalars and value.id not in used:
+                        self.error(f"attribute '{attr.name}' of {alt.op} is captured as '{value.id}' but "
+                                   f"never used: the rewrite would drop it (use it, require a value "
+                                   f"with {{{attr.name}: VALUE}}, or write {{{attr.name}: _}} if any "
+                                   f"value is fine)", attr.pos)
 
     def check_replacement(self, rule: A.Rule, scope: _Scope) -> None:
         defined: set[str] = set()
@@ -233,7 +263,8 @@ class _Checker:
             else:
                 self.check_expr(arg, scope)
 
-    def check_pack(self) -> list[RuleError]:
+    def check_pack(self) -> tuple[list[RuleError], dict[str, list[RuleError]]]:
+        """(errors of the pack as a whole, errors of each rule by rule name)."""
         from ..passes import BUILTINS  # the passes depend on the graph layer; load lazily
 
         seen: dict[str, A.Rule] = {}
@@ -244,12 +275,56 @@ class _Checker:
         if not 0 <= self.pack.level <= 4:
             self.error(f"level {self.pack.level} is not one of 0 (required), 1 (basic), "
                        f"2 (extended), 3 (layout), 4", self.pack.pos)
+        by_rule: dict[str, list[RuleError]] = {}
         for rule in self.pack.rules:
             if rule.name in seen:
                 self.error(f"rule '{rule.name}' is defined twice", rule.pos)
             seen[rule.name] = rule
+            start = len(self.errors)
             self.check_rule(rule)
-        return self.errors
+            if len(self.errors) > start:
+                by_rule.setdefault(rule.name, []).extend(self.errors[start:])
+                del self.errors[start:]
+        return self.errors, by_rule
+
+
+def _surviving_equations(rule: A.Rule) -> set[int]:
+    """Pattern nodes a rewrite never deletes: kept ones, those whose outputs the
+    replacement reads, and (transitively) the pattern nodes those read from."""
+    produced_by = {name: i for i, eq in enumerate(rule.equations) for name in eq.out_names}
+    replaced = {o.name for eq in rule.replacement for o in eq.outs if o.name}
+    read: set[str] = set()
+    for eq in rule.replacement:
+        if not (isinstance(eq.value, A.Call) and eq.value.is_op) and not isinstance(eq.value, A.Name):
+            continue  # a computed constant reads values, not nodes
+        read |= _values_read(eq.value)
+    stack = [produced_by[name] for name in read - replaced if name in produced_by]
+    stack += [i for i, eq in enumerate(rule.equations) if eq.keep]
+    survivors: set[int] = set()
+    while stack:
+        index = stack.pop()
+        if index in survivors:
+            continue
+        survivors.add(index)
+        for alt in rule.equations[index].alternatives:
+            for arg in alt.args:
+                name = getattr(arg, "name", None)
+                if name in produced_by:
+                    stack.append(produced_by[name])
+    return survivors
+
+
+def _values_read(expr: A.Expr) -> set[str]:
+    """The graph values a replacement expression takes as node inputs or aliases (names
+    inside functions compute constants from them; attributes read no value)."""
+    if isinstance(expr, A.Name):
+        return {expr.id}
+    if isinstance(expr, A.Call) and expr.is_op:
+        found: set[str] = set()
+        for arg in expr.args:
+            found |= _values_read(arg)
+        return found
+    return set()
 
 
 def _children(expr: A.Expr):
@@ -270,5 +345,14 @@ def _children(expr: A.Expr):
 
 def check_pack(pack: A.Pack) -> list[RuleError]:
     """Every static problem of a pack, in source order (empty when it is fine)."""
-    errors = _Checker(pack).check_pack()
+    pack_errors, by_rule = _Checker(pack).check_pack()
+    errors = pack_errors + [e for found in by_rule.values() for e in found]
     return sorted(errors, key=lambda e: (e.line, e.column))
+
+
+def check_rules(pack: A.Pack) -> tuple[list[RuleError], dict[str, list[RuleError]]]:
+    """The static problems of a pack: (the pack's own, each rule's by name), in source order.
+    ``rewriter verify`` reports a rule with problems as failed and verifies the others."""
+    pack_errors, by_rule = _Checker(pack).check_pack()
+    order = lambda e: (e.line, e.column)  # noqa: E731
+    return sorted(pack_errors, key=order), {name: sorted(found, key=order) for name, found in by_rule.items()}

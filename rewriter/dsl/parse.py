@@ -242,6 +242,10 @@ class _ToAst(Transformer):
         return A.AttrPattern(name, A.Name(name, _pos(meta)), _pos(meta))
 
     @v_args(meta=True)
+    def pattr_any(self, meta, children):
+        return A.AttrPattern(str(children[0]), None, _pos(meta))
+
+    @v_args(meta=True)
     def pattr_unify(self, meta, children):
         return A.AttrPattern(str(children[0]), children[1], _pos(meta))
 

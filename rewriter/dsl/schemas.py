@@ -5,7 +5,7 @@ attributes their default values when a node leaves them out.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import onnx
@@ -30,6 +30,20 @@ class OpInfo:
     inputs: tuple[tuple[str, bool], ...] = ()   # (type constraint or type, variadic) per input
     outputs: tuple[tuple[str, bool], ...] = ()
     required_inputs: tuple[bool, ...] = ()  # per formal input: must be given (not "")
+    # type parameter -> the types it allows ("tensor(float)"...), and the parameters of
+    # variadic formals whose values may differ in type (Loop's state, say)
+    type_constraints: dict = field(default_factory=dict)
+    heterogeneous: frozenset = frozenset()
+
+    def formal(self, index: int, output: bool = False) -> str | None:
+        """The type parameter (or fixed type) of input/output ``index`` (the last formal
+        repeats when variadic); None past the end."""
+        formals = self.outputs if output else self.inputs
+        if index < len(formals):
+            return formals[index][0]
+        if formals and formals[-1][1]:
+            return formals[-1][0]
+        return None
 
 
 # Ops whose two (or more) inputs may be given in any order.
@@ -57,7 +71,10 @@ def _from_onnx(schema: onnx.defs.OpSchema) -> OpInfo:
                   tuple((p.type_str, p.option == variadic) for p in schema.inputs),
                   tuple((p.type_str, p.option == variadic) for p in schema.outputs),
                   tuple(p.option == onnx.defs.OpSchema.FormalParameterOption.Single
-                        for p in schema.inputs))
+                        for p in schema.inputs),
+                  {c.type_param_str: frozenset(c.allowed_type_strs) for c in schema.type_constraints},
+                  frozenset(p.type_str for p in (*schema.inputs, *schema.outputs)
+                            if p.option == variadic and not p.is_homogeneous))
 
 
 def _from_ort(schema) -> OpInfo:
@@ -73,7 +90,11 @@ def _from_ort(schema) -> OpInfo:
 
     return OpInfo(schema.domain, schema.name, schema.since_version, schema.min_input,
                   schema.max_input, schema.min_output, schema.max_output, attributes, False,
-                  formal(schema.inputs), formal(schema.outputs))
+                  formal(schema.inputs), formal(schema.outputs),
+                  tuple(str(p.option).endswith("Single") for p in schema.inputs),
+                  {c.type_param_str: frozenset(c.allowed_type_strs) for c in schema.type_constraints},
+                  frozenset(p.typeStr for p in (*schema.inputs, *schema.outputs)
+                            if str(p.option).endswith("Variadic") and not p.isHomogeneous))
 
 
 @lru_cache(maxsize=1)

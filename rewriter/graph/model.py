@@ -12,7 +12,7 @@ from onnx import FunctionProto, GraphProto, ModelProto, TensorProto, ValueInfoPr
 
 from ..dsl.schemas import find_schema, latest_opset, normalize_domain
 from ..errors import ModelError
-from .types import add_inferred_types, declared_types, refine_symbolic_dims
+from .types import add_inferred_types, declared_types, refine_symbolic_dims, source_types, type_conflict
 from .load_constants import take_constants
 from .proto_pool import ProtoPool
 from .view import GraphView, has_subgraphs, subgraphs_of
@@ -139,14 +139,15 @@ class ModelState:
         loaded = None if constants_on_load is None else \
             take_constants(model.graph, constants_on_load, pool, share_equal=share_constants)
         self.removed_on_load = loaded.removed if loaded is not None else 0
+        declared = declared_types(model)
         try:
-            self.view = GraphView(model.graph, self.opsets, declared_types(model, pool), constants=loaded,
-                                  pool=pool)
+            self.view = GraphView(model.graph, self.opsets, source_types(model, pool), constants=loaded,
+                                  pool=pool, hints=declared)
         except ValueError as err:
             raise ModelError(f"malformed graph: {err}") from None
         view = self.view
         # types are inferred on the graph as loaded: its constants taken out (fewer nodes)
-        add_inferred_types(model, view.types, view.nodes_in_order(), view.initializers.values())
+        add_inferred_types(model, view.types, view.nodes_in_order(), view.initializers.values(), declared)
         for node_id in view.nodes_with_subgraphs():  # fresh names avoid the inner ones too
             for sub in subgraphs_of(view.node(node_id)):
                 _all_value_names(sub, view.value_names)
@@ -316,7 +317,9 @@ def write_graph(src: GraphProto, view: GraphView, graph: GraphProto | None = Non
     graph.initializer.extend(view.initializers.values())
     graph.sparse_initializer.extend(src.sparse_initializer)
     live = view.live_values()
-    graph.value_info.extend(vi for vi in src.value_info if vi.name in live)
+    types = view.types  # (a value_info inference contradicts is dropped, not written back)
+    graph.value_info.extend(vi for vi in src.value_info if vi.name in live
+                            and type_conflict(types.get(vi.name), vi.type, vi.name) is None)
     graph.quantization_annotation.extend(qa for qa in src.quantization_annotation if qa.tensor_name in live)
     return graph
 
@@ -335,12 +338,15 @@ class SubgraphState:
         from .view import outer_references
 
         reads = [name for name in outer_references(graph) if name in outer]
-        types = {vi.name: vi.type for vi in (*graph.input, *graph.value_info, *graph.output)
+        # the subgraph's inputs define their values; its value_info and outputs are hints
+        # (types of computed values come from inference, node by node: GraphView.type_of)
+        types = {vi.name: vi.type for vi in graph.input if vi.type.WhichOneof("value") is not None}
+        hints = {vi.name: vi.type for vi in (*graph.value_info, *graph.output)
                  if vi.type.WhichOneof("value") is not None}
-        types.update({name: root.view.types[name] for name in reads if name in root.view.types})
+        types.update({name: root.view.type_of(name) for name in reads if root.view.type_of(name) is not None})
         try:
             self.view = GraphView(graph, root.opsets, types, outer_values=reads,
-                                  reserved_names=root.view.value_names)
+                                  reserved_names=root.view.value_names, hints=hints)
         except ValueError as err:
             raise ModelError(f"malformed subgraph '{graph.name}': {err}") from None
         self.outer = outer

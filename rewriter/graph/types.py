@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 import onnx
-from onnx import ModelProto, TensorProto, TypeProto, helper, shape_inference
+from onnx import ModelProto, TensorProto, TypeProto, ValueInfoProto, helper, shape_inference
 
 from ..dsl.schemas import normalize_domain
 from .proto_pool import ProtoPool
@@ -111,33 +111,103 @@ def inferred_types(light: ModelProto) -> dict[str, TypeProto]:
 
 
 def infer_model_types(model: ModelProto) -> dict[str, TypeProto]:
-    """Types of every value of the main graph: declared ones, then what onnx infers, then
-    the dims computed shapes name (``refine_symbolic_dims``)."""
-    types = declared_types(model)
+    """Types of every value of the main graph: what onnx infers, declarations filling what
+    it leaves open (``merged_type``), then the dims computed shapes name
+    (``refine_symbolic_dims``)."""
+    types = source_types(model)
     graph = model.graph
-    add_inferred_types(model, types, graph.node, graph.initializer)
+    declared = declared_types(model)
+    add_inferred_types(model, types, graph.node, graph.initializer, declared)
+    for name, claimed in declared.items():
+        types.setdefault(name, claimed)
     refine_symbolic_dims(model, graph.node, graph.initializer, types)
     return types
 
 
-def declared_types(model: ModelProto, pool: ProtoPool | None = None) -> dict[str, TypeProto]:
-    """The types the main graph states: its initializers', inputs', value_info's, outputs'
-    (initializer types made in ``pool`` when given)."""
+def source_types(model: ModelProto, pool: ProtoPool | None = None) -> dict[str, TypeProto]:
+    """The types of the values the main graph starts from: its initializers' and inputs'
+    (initializer types made in ``pool`` when given).  These define their values."""
     types: dict[str, TypeProto] = {}
     graph = model.graph
     for tensor in graph.initializer:
         types[tensor.name] = tensor_type(tensor, pool)
-    for vi in (*graph.input, *graph.value_info, *graph.output):
+    for vi in graph.input:
         if vi.type.WhichOneof("value") is not None:
             types[vi.name] = vi.type
     return types
 
 
-def add_inferred_types(model: ModelProto, types: dict[str, TypeProto], nodes, initializers) -> None:
-    """What onnx infers for ``nodes`` (reading ``initializers``), where ``types`` knows no rank."""
-    for name, inferred in inferred_types(light_model(model, nodes, initializers)).items():
-        if name not in types or _rank(types[name]) is None:
-            types[name] = inferred
+def declared_types(model: ModelProto) -> dict[str, TypeProto]:
+    """What the main graph's value_info and outputs claim about computed values: hints that
+    may be stale (an edited model), never trusted over inference (``merged_type``)."""
+    graph = model.graph
+    return {vi.name: vi.type for vi in (*graph.value_info, *graph.output)
+            if vi.type.WhichOneof("value") is not None}
+
+
+def add_inferred_types(model: ModelProto, types: dict[str, TypeProto], nodes, initializers,
+                       declared: dict[str, TypeProto]) -> None:
+    """What onnx infers for ``nodes`` (reading ``initializers``) without the model's own
+    claims, merged with ``declared`` where inference leaves something open (``types``'
+    entries stay)."""
+    outputs = [ValueInfoProto(name=vi.name) for vi in model.graph.output]
+    for name, inferred in inferred_types(light_model(model, nodes, initializers, outputs=outputs,
+                                                     value_info=())).items():
+        if name not in types:
+            types[name] = merged_type(inferred, declared.get(name))
+
+
+def type_conflict(old: TypeProto | None, new: TypeProto | None, value: str) -> str | None:
+    """How ``new`` contradicts ``old`` as types of ``value`` (kind, element type, rank,
+    static dims; what either side does not know is not held against it); None if it
+    does not."""
+    if old is None or new is None:
+        return None
+    old_kind, new_kind = old.WhichOneof("value"), new.WhichOneof("value")
+    if old_kind is None or new_kind is None:
+        return None
+    if old_kind != new_kind:
+        return f"'{value}' would change from {old_kind} to {new_kind}"
+    if old_kind != "tensor_type":
+        return None
+    old_elem, new_elem = old.tensor_type.elem_type, new.tensor_type.elem_type
+    if old_elem and new_elem and old_elem != new_elem:
+        return f"'{value}' would change from {type_string(old)} to {type_string(new)}"
+    old_shape, new_shape = shape_of(old), shape_of(new)
+    if old_shape is None or new_shape is None:
+        return None
+    if len(old_shape) != len(new_shape):
+        return f"'{value}' would change from rank {len(old_shape)} to rank {len(new_shape)}"
+    for axis, (a, b) in enumerate(zip(old_shape, new_shape)):
+        if type(a) is int and type(b) is int and a != b:
+            return f"'{value}' would change shape from {old_shape} to {new_shape} (axis {axis})"
+    return None
+
+
+def merged_type(inferred: TypeProto | None, declared: TypeProto | None) -> TypeProto | None:
+    """A value's type: what inference found, with the dims (and element type) it left open
+    taken from a declaration that agrees with it.  A declaration that contradicts inference
+    (a stale value_info) is dropped whole: shapes come from inference."""
+    if declared is None:
+        return inferred
+    if inferred is None:
+        return declared
+    if inferred.WhichOneof("value") != "tensor_type" or declared.WhichOneof("value") != "tensor_type":
+        return inferred
+    if type_conflict(declared, inferred, "") is not None:
+        return inferred
+    inferred_shape, declared_shape = shape_of(inferred), shape_of(declared)
+    open_elem = not inferred.tensor_type.elem_type and declared.tensor_type.elem_type
+    open_dims = declared_shape is not None and (
+        inferred_shape is None or any(i is None and d is not None for i, d in zip(inferred_shape, declared_shape)))
+    if not open_elem and not open_dims:
+        return inferred
+    elem = inferred.tensor_type.elem_type or declared.tensor_type.elem_type
+    if inferred_shape is None:
+        dims = declared_shape
+    else:
+        dims = [d if i is None else i for i, d in zip(inferred_shape, declared_shape)]
+    return helper.make_tensor_type_proto(elem, dims)
 
 
 def refine_symbolic_dims(model: ModelProto, nodes, initializers, types: dict[str, TypeProto],
@@ -182,18 +252,33 @@ def _rank(type_proto: TypeProto | None) -> int | None:
     return len(type_proto.tensor_type.shape.dim)
 
 
+class NodeTypeError(Exception):
+    """onnx's inference finds a node inconsistent (types that cannot bind its schema's
+    constraints, shapes an op cannot take)."""
+
+
 def infer_node_types(node: onnx.NodeProto, input_types: dict[str, TypeProto],
-                     opsets: dict[str, int]) -> dict[str, TypeProto]:
-    """Output types of one node from its input types ({} when onnx cannot tell)."""
+                     opsets: dict[str, int], input_data: dict[str, TensorProto] | None = None,
+                     strict: bool = False) -> dict[str, TypeProto]:
+    """Output types of one node from its input types ({} when onnx cannot tell).
+    ``input_data``: contents of small constant inputs (a Reshape target...).  ``strict``:
+    raise ``NodeTypeError`` when onnx finds the node inconsistent, instead of knowing nothing."""
     domain = normalize_domain(node.domain)
     if domain not in ("", "ai.onnx"):
         return _stand_in_types(node, input_types, opsets)
     version = opsets.get(domain)
     try:
         schema = onnx.defs.get_schema(node.op_type, version or onnx.defs.onnx_opset_version(), domain)
+    except onnx.defs.SchemaError:
+        return {}
+    try:
         return dict(shape_inference.infer_node_outputs(
-            schema, node, input_types,
+            schema, node, input_types, input_data or {},
             opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()]))
+    except (shape_inference.InferenceError, onnx.checker.ValidationError) as err:
+        if strict:
+            raise NodeTypeError(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
+        return {}
     except Exception:
         return {}
 
@@ -215,6 +300,29 @@ def _stand_in_types(node: onnx.NodeProto, input_types: dict[str, TypeProto],
     for part in replacement[0]:
         known.update(infer_node_types(part, {i: known[i] for i in part.input if i in known}, standard))
     return {o: known[o] for o in node.output if o in known}
+
+
+def type_string(type_proto: TypeProto | None) -> str | None:
+    """A value type as op schemas write it (``tensor(float)``, ``seq(tensor(int64))``); None
+    when unknown or of a kind schemas here do not constrain."""
+    if type_proto is None:
+        return None
+    which = type_proto.WhichOneof("value")
+    if which == "tensor_type":
+        return _TENSOR_TYPE_STRINGS.get(type_proto.tensor_type.elem_type)
+    if which == "sequence_type":
+        inner = type_string(type_proto.sequence_type.elem_type)
+        return None if inner is None else f"seq({inner})"
+    return None
+
+
+_ONNX_TYPE_NAMES = {
+    1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+    8: "string", 9: "bool", 10: "float16", 11: "double", 12: "uint32", 13: "uint64",
+    14: "complex64", 15: "complex128", 16: "bfloat16", 17: "float8e4m3fn", 18: "float8e4m3fnuz",
+    19: "float8e5m2", 20: "float8e5m2fnuz", 21: "uint4", 22: "int4",
+}
+_TENSOR_TYPE_STRINGS = {elem: f"tensor({name})" for elem, name in _ONNX_TYPE_NAMES.items()}
 
 
 def elem_type_of(type_proto: TypeProto | None) -> int | None:

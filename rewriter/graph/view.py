@@ -167,10 +167,13 @@ class GraphView:
     def __init__(self, graph: GraphProto, opsets: dict[str, int],
                  types: dict[str, TypeProto] | None = None,
                  outer_values: Iterable[str] = (), reserved_names: Iterable[str] = (),
-                 constants=None, pool: ProtoPool | None = None) -> None:
+                 constants=None, pool: ProtoPool | None = None,
+                 hints: dict[str, TypeProto] | None = None) -> None:
         """``constants`` (a ``load_constants.LoadedConstants``) names nodes to load as
         initializers or aliases instead.  ``pool``: where the view makes its node copies
-        and types (see proto_pool.py; by default a pool of its own)."""
+        and types (see proto_pool.py; by default a pool of its own).  ``types`` are known
+        types; ``hints`` what the model declares (value_info, outputs): used only where
+        inference finds nothing or leaves dims open (see ``type_of``)."""
         self.nx = nx.MultiDiGraph()
         self.protos = pool if pool is not None else ProtoPool()
         self.opsets = {normalize_domain(d): v for d, v in opsets.items()}
@@ -195,6 +198,7 @@ class GraphView:
         self._metadata: dict[NodeId, dict[str, str]] = {}  # node -> metadata_props, as read
         self.pass_caches: dict[str, dict] = {}  # built-in passes' memos, as long as the view lives
         self.types: dict[str, TypeProto] = dict(types or {})
+        self.hints: dict[str, TypeProto] = dict(hints or {})
         self._inferred_nodes: set[NodeId] = set()
         # nodes created or whose inputs changed (new producer, new value), in order; passes
         # that scan the whole graph keep a position in it and later look only at what is new
@@ -592,23 +596,29 @@ class GraphView:
         return array
 
     def type_of(self, value: str) -> TypeProto | None:
+        """A value's type: known, else inferred from its producer's inputs (lazily, once
+        per node), else what the model declared for it (``hints``: value_info that inference
+        could not check)."""
         known = self.types.get(value)
         if known is not None:
             return known
         producer = self.producer(value)
-        if producer is None or producer in self._inferred_nodes:
-            return None
-        self._inferred_nodes.add(producer)
-        proto = self._nodes[producer]
-        input_types = {}
-        for name in self._inputs[producer]:
-            if name:
-                t = self.type_of(name)
-                if t is not None:
-                    input_types[name] = t
-        for name, t in T.infer_node_types(proto, input_types, self.opsets).items():
-            self.types.setdefault(name, t)
-        return self.types.get(value)
+        if producer is not None and producer not in self._inferred_nodes:
+            self._inferred_nodes.add(producer)
+            proto = self._nodes[producer]
+            input_types = {}
+            for name in self._inputs[producer]:
+                if name:
+                    t = self.type_of(name)
+                    if t is not None:
+                        input_types[name] = t
+            hints = self.hints
+            for name, t in T.infer_node_types(proto, input_types, self.opsets).items():
+                self.types.setdefault(name, T.merged_type(t, hints.get(name)) if hints else t)
+            known = self.types.get(value)
+        if known is None and value in self.hints and self._producer.get(value) is not None:
+            known = self.types[value] = self.hints[value]
+        return known
 
     def is_incomplete(self, value: str) -> bool:
         """Whether the type known now (no inference asked) lacks a shape or names a dim
@@ -651,11 +661,19 @@ class GraphView:
         """A node attribute as a Python value (None when absent; no schema default;
         ``FUNCTION_ATTRIBUTE`` inside a function body when it names the caller's attribute)."""
         values = self._attributes.get(node_id)
-        if values is None:  # read once per node: several rules ask for the same attributes
+        if values is None:
+            values = self.attributes(node_id)
+        return values.get(name)
+
+    def attributes(self, node_id: NodeId) -> dict[str, object]:
+        """Every attribute the node sets, name -> Python value (as ``attribute``); read once
+        per node: several rules ask for the same attributes.  Not to be modified."""
+        values = self._attributes.get(node_id)
+        if values is None:
             values = self._attributes[node_id] = {
                 attr.name: FUNCTION_ATTRIBUTE if attr.ref_attr_name else attribute_value(attr)
                 for attr in self._nodes[node_id].attribute}
-        return values.get(name)
+        return values
 
     def metadata(self, node_id: NodeId) -> dict[str, str]:
         """The node's ``metadata_props`` as a dict (read once; the first entry of a key

@@ -35,21 +35,28 @@ class Match:
     scalars: dict[str, object]         # attribute captures and lets
     nodes: dict[int, NodeId]           # equation index -> graph node
     root: NodeId
+    alternatives: dict[int, AltPlan] = field(default_factory=dict)  # equation -> what it matched as
+
+
+# how far an attempt got within one step (a later stage is the more telling failure)
+OP, ATTRIBUTES, INPUTS, CONSTRAINTS = 0, 1, 2, 3
 
 
 @dataclass
 class Failure:
-    """Why the deepest attempt failed: the step, the reason, and the names bound so far."""
+    """Why the deepest attempt failed: the step, how far into it (``stage``), the reason,
+    and the names bound so far."""
 
     depth: int
     reason: str
     bindings: dict[str, object] = field(default_factory=dict)
+    stage: int = OP
 
 
 class _State:
     """Bindings with an undo trail, and the ``Env`` expressions evaluate in."""
 
-    __slots__ = ("graph", "view", "compiled", "values", "scalars", "nodes", "used", "trail")
+    __slots__ = ("graph", "view", "compiled", "values", "scalars", "nodes", "alternatives", "used", "trail")
 
     def __init__(self, view: GraphView, compiled: CompiledRule) -> None:
         self.graph = view
@@ -58,6 +65,7 @@ class _State:
         self.values: dict[str, object] = {}
         self.scalars: dict[str, object] = {}
         self.nodes: dict[int, NodeId] = {}
+        self.alternatives: dict[int, AltPlan] = {}  # (entries of unbound equations are stale)
         self.used: set[NodeId] = set()
         self.trail: list[tuple[int, object]] = []  # (_VALUE | _SCALAR | _NODE, key)
 
@@ -110,8 +118,9 @@ class _State:
             return True
         return values_equal(current, value)
 
-    def bind_node(self, eq_index: int, node_id: NodeId) -> None:
+    def bind_node(self, eq_index: int, node_id: NodeId, plan: AltPlan) -> None:
         self.nodes[eq_index] = node_id
+        self.alternatives[eq_index] = plan
         self.used.add(node_id)
         self.trail.append((_NODE, eq_index))
 
@@ -368,32 +377,36 @@ class Matcher:
                 return False
         if compiled.root_wheres:
             env = _RootEnv(self.view, hood.root, compiled.root_names)
-            for check, line in compiled.root_wheres:
+            for check, label in compiled.root_wheres:
                 try:
                     holds = truth(check(env))
                 except EVAL_ERRORS as err:
                     if self.record_failures:
-                        self._fail(0, f"where (line {line}): {as_failure(err)}", None)
+                        self._fail(0, f"{label}: {as_failure(err)}", None, CONSTRAINTS)
                     return False
                 if not holds:
                     if self.record_failures:
-                        self._fail(0, f"where (line {line}) does not hold", None)
+                        self._fail(0, f"{label} does not hold", None, CONSTRAINTS)
                     return False
         return True
 
     # --------------------------------------------------------------------- search
-    def _fail(self, depth: int, reason: str, state: _State | None) -> None:
-        """Record why an attempt failed (callers format the reason only when recording)."""
+    def _fail(self, depth: int, reason: str, state: _State | None, stage: int = OP) -> None:
+        """Record why an attempt failed (callers format the reason only when recording):
+        the deepest step, and within it the furthest stage (a where that did not hold says
+        more than the next alternative's op that did not fit)."""
         if not self.record_failures:
             return
-        if self.last_failure is None or depth >= self.last_failure.depth:
+        last = self.last_failure
+        if last is None or (depth, stage) >= (last.depth, last.stage):
             bindings = {} if state is None else dict(state.values) | dict(state.scalars)
-            self.last_failure = Failure(depth, reason, bindings)
+            self.last_failure = Failure(depth, reason, bindings, stage)
 
     def _search(self, compiled: CompiledRule, state: _State, step_index: int, root: NodeId,
                 budget: list[int]) -> Iterator[Match]:
         if step_index == len(compiled.steps):
-            yield Match(compiled, dict(state.values), dict(state.scalars), dict(state.nodes), root)
+            yield Match(compiled, dict(state.values), dict(state.scalars), dict(state.nodes), root,
+                        dict(state.alternatives))
             return
         step = compiled.steps[step_index]
         view = self.view
@@ -438,9 +451,9 @@ class Matcher:
                         if self._match_inputs(plan, order, state, step_index):
                             budget[0] -= 1
                             if budget[0] < 0:
-                                self._fail(step_index, "match attempt budget exhausted", state)
+                                self._fail(step_index, "match attempt budget exhausted", state, CONSTRAINTS)
                                 return
-                            state.bind_node(step.equation, node_id)
+                            state.bind_node(step.equation, node_id, plan)
                             if self._constraints(compiled, step, state, step_index):
                                 yield from self._search(compiled, state, step_index + 1, root, budget)
                         state.undo(inner)
@@ -449,18 +462,18 @@ class Matcher:
     def _constraints(self, compiled: CompiledRule, step, state: _State, depth: int) -> bool:
         # lets and wheres run compiled (see plan.Step.checks), without numpy's errstate
         # each time: the level runner sets it once (evaluate() does both per call)
-        for name, check, line in step.checks:
+        for name, check, label in step.checks:
             try:
                 value = check(state)
                 ok = state.unify_scalar(name, value) if name is not None else truth(value)
             except EVAL_ERRORS as err:
                 if self.record_failures:
-                    what = f"let {name}" if name is not None else f"where (line {line})"
-                    self._fail(depth, f"{what}: {as_failure(err)}", state)
+                    what = label
+                    self._fail(depth, f"{what}: {as_failure(err)}", state, CONSTRAINTS)
                 return False
             if not ok:
                 if self.record_failures and name is None:
-                    self._fail(depth, f"where (line {line}) does not hold", state)
+                    self._fail(depth, f"{label} does not hold", state, CONSTRAINTS)
                 return False
         return True
 
@@ -484,14 +497,14 @@ class Matcher:
                 proto = view.node(node_id)
                 actual = attribute_default(proto.domain, proto.op_type, view.opset(proto.domain), name)
             elif actual is FUNCTION_ATTRIBUTE:
-                self._fail(depth, f"attribute {name} is the calling node's (inside a function)", state)
+                self._fail(depth, f"attribute {name} is the calling node's (inside a function)", state, ATTRIBUTES)
                 return False
             # a name not bound yet captures the attribute, also one that another alternative
             # binds to an input (`ReduceMean(x) {axes: ax} | ReduceMean(x, ax)`)
             if bind is not None and bind not in state.values and (how == CAPTURE or bind in state.scalars):
                 if not state.unify_scalar(bind, actual):
                     if self.record_failures:
-                        self._fail(depth, f"attribute {name}={actual!r} differs", state)
+                        self._fail(depth, f"attribute {name}={actual!r} differs", state, ATTRIBUTES)
                     return False
                 continue
             if how == FIXED:
@@ -501,11 +514,11 @@ class Matcher:
                     expected = compiled(state)
                 except EVAL_ERRORS as err:
                     if self.record_failures:
-                        self._fail(depth, f"attribute {name}: {as_failure(err)}", state)
+                        self._fail(depth, f"attribute {name}: {as_failure(err)}", state, ATTRIBUTES)
                     return False
             if not values_equal(actual, expected):
                 if self.record_failures:
-                    self._fail(depth, f"attribute {name}={actual!r}, wanted {expected!r}", state)
+                    self._fail(depth, f"attribute {name}={actual!r}, wanted {expected!r}", state, ATTRIBUTES)
                 return False
         return True
 
@@ -523,18 +536,18 @@ class Matcher:
         count = len(inputs)
         if count > plan.fixed and not plan.has_rest:
             if self.record_failures:
-                self._fail(depth, f"{plan.alt.op} has {count} inputs, pattern has {plan.fixed}", state)
+                self._fail(depth, f"{plan.alt.op} has {count} inputs, pattern has {plan.fixed}", state, INPUTS)
             return False
         for i, (kind, arg) in enumerate(plan.inputs):
             value = inputs[i] if i < count and inputs[i] else None
             if kind is VAR:
                 if value is None and not arg.optional:
                     if self.record_failures:
-                        self._fail(depth, f"input {i} of {plan.alt.op} is missing", state)
+                        self._fail(depth, f"input {i} of {plan.alt.op} is missing", state, INPUTS)
                     return False
                 if not state.unify_value(arg.name, value):
                     if self.record_failures:
-                        self._fail(depth, f"'{arg.name}' is bound to another value", state)
+                        self._fail(depth, f"'{arg.name}' is bound to another value", state, INPUTS)
                     return False
             elif kind is ANY:
                 if value is None:
@@ -543,7 +556,7 @@ class Matcher:
                 if value is None or not literal_matches(self.view.constant(value), arg.literal):
                     if self.record_failures:
                         self._fail(depth, f"input {i} of {plan.alt.op} is not the constant "
-                                          f"{'~' if arg.literal.approx else ''}{arg.literal.value}", state)
+                                          f"{'~' if arg.literal.approx else ''}{arg.literal.value}", state, INPUTS)
                     return False
                 if arg.bind and not state.unify_value(arg.bind, value):
                     return False

@@ -19,6 +19,7 @@ from typing import Callable
 
 from ..dsl import ast as A
 from ..dsl.schemas import is_commutative, normalize_domain
+from ..dsl.unparse import show
 from ..expr.dtypes import DTYPES
 from ..expr.evaluate import NOT_LITERAL, compile_expr, literal_value
 from ..expr.functions import CONSTANTS
@@ -30,7 +31,8 @@ _ARG_KINDS = {A.VarArg: VAR, A.AnyArg: ANY, A.LiteralArg: LITERAL, A.RestArg: RE
 
 # how an attribute pattern is matched (see AltPlan.attrs): a name captures the attribute
 # unless it is bound already (a constant's name, float say, only when captured elsewhere);
-# a literal is compared as it is; any other expression is evaluated
+# a literal is compared as it is; any other expression is evaluated (`_`, any value, is
+# not matched at all)
 CAPTURE, CONSTANT_NAME, FIXED, COMPUTED = 0, 1, 2, 3
 
 
@@ -58,14 +60,18 @@ class AltPlan:
     has_rest: bool
     reorderable: bool                       # a commutative op without *rest
     attrs: tuple[tuple, ...]                # per attribute pattern, see _attr_plan
+    # the attributes the pattern says something about (captured, required or `_`): a
+    # deleted node's other attributes must be at their defaults (rewrite/accounting.py)
+    mentioned: frozenset[str] = frozenset()
 
     @staticmethod
     def of(alt: A.OpPattern) -> "AltPlan":
         has_rest = bool(alt.args) and isinstance(alt.args[-1], A.RestArg)
+        attrs = tuple(_attr_plan(pattern) for pattern in alt.attrs if not pattern.any_value)
         return AltPlan(alt, tuple((_ARG_KINDS[type(a)], a) for a in alt.args),
                        len(alt.args) - (1 if has_rest else 0), has_rest,
                        is_commutative(alt.domain, alt.op) and not any(isinstance(a, A.RestArg) for a in alt.args),
-                       tuple(_attr_plan(pattern) for pattern in alt.attrs))
+                       attrs, frozenset(pattern.name for pattern in alt.attrs))
 
 
 @dataclass(frozen=True)
@@ -75,7 +81,7 @@ class Step:
     link: str | None           # the bound variable the node is reached through
     lets: tuple[int, ...]      # rule.lets to evaluate after this step
     wheres: tuple[int, ...]    # rule.wheres to check after this step
-    # the same, compiled, in order: (let name or None for a where, closure, source line)
+    # the same, compiled, in order: (let name or None for a where, closure, label for reasons)
     checks: tuple[tuple[str | None, Callable, int], ...] = ()
     # the equation's named outputs (slot, name, optional) and its alternatives by the
     # (domain, op) a node must have for them
@@ -95,43 +101,15 @@ class CompiledRule:
     root_checks: tuple[tuple[str, int, frozenset], ...]  # cheap necessary conditions, see below
     # wheres that read only the root's own inputs, outputs and attributes, checked with
     # the root checks (not again in the search): name -> ("input" | "output" | "attr",
-    # slot or attribute name), and (closure, source line) per where
+    # slot or attribute name), and (closure, label for reasons) per where
     root_names: dict = dataclasses.field(default_factory=dict)
     root_wheres: tuple[tuple[Callable, int], ...] = ()
+    # equations whose node's attributes the replacement copies (`{...c}`): all accounted for
+    spread: frozenset[int] = frozenset()
 
     @property
     def name(self) -> str:
         return self.rule.name
-
-
-def expr_names(expr: A.Expr) -> set[str]:
-    """Names an expression reads (variables, captures, lets; attribute refs count their var)."""
-    names: set[str] = set()
-
-    def walk(e) -> None:
-        if isinstance(e, A.Name):
-            names.add(e.id)
-        elif isinstance(e, A.AttrRef):
-            names.add(e.var)
-        elif isinstance(e, A.Call):
-            for a in e.args:
-                walk(a)
-            for attr in e.attrs or ():
-                if isinstance(attr, A.AttrSet):
-                    walk(attr.value)
-                else:
-                    names.add(attr.var)
-        else:
-            for field in ("items", "operands", "values"):
-                for child in getattr(e, field, ()) or ():
-                    walk(child)
-            for field in ("operand", "left", "right", "obj", "index", "lower", "upper"):
-                child = getattr(e, field, None)
-                if child is not None and not isinstance(child, (str, int, float)):
-                    walk(child)
-
-    walk(expr)
-    return names
 
 
 def _equation_names(eq: A.Equation) -> tuple[set[str], set[str]]:
@@ -152,18 +130,12 @@ def _equation_names(eq: A.Equation) -> tuple[set[str], set[str]]:
     return inputs, binds
 
 
-def _conjuncts(expr: A.Expr) -> list[A.Expr]:
-    if isinstance(expr, A.BoolOp) and expr.op == "and":
-        return [c for v in expr.values for c in _conjuncts(v)]
-    return [expr]
-
-
 def compile_rule(rule: A.Rule) -> CompiledRule:
     # `where a and b` is checked as `where a` + `where b`, each as soon as its names are
     # bound: a cheap test on the root rejects before the rest of the pattern is searched
     # (a conjunction fails when any part fails or cannot be evaluated, so this is the same)
     rule = dataclasses.replace(rule, wheres=tuple(A.Where(c, w.pos) for w in rule.wheres
-                                                  for c in _conjuncts(w.expr)))
+                                                  for c in A.conjuncts(w.expr)))
     equations = rule.equations
     produced_by = {name: i for i, eq in enumerate(equations) for name in eq.out_names}
     root_index = produced_by[rule.root]
@@ -203,12 +175,12 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
     let_step: dict[str, int] = {}
     lets_at: dict[int, list[int]] = {}
     for li, let in enumerate(rule.lets):
-        step = _step_for(expr_names(let.expr), bound_after, bindable, let_step)
+        step = _step_for(A.names_read(let.expr), bound_after, bindable, let_step)
         let_step[let.name] = step
         lets_at.setdefault(step, []).append(li)
     wheres_at: dict[int, list[int]] = {}
     for wi, where in enumerate(rule.wheres):
-        step = _step_for(expr_names(where.expr), bound_after, bindable, let_step)
+        step = _step_for(A.names_read(where.expr), bound_after, bindable, let_step)
         wheres_at.setdefault(step, []).append(wi)
 
     # wheres on the root alone run with the root checks, before any search (a Transpose
@@ -216,7 +188,7 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
     root_names = _root_names(equations[root_index])
     constant_names = (DTYPES.keys() | CONSTANTS.keys()) - bindable
     hoisted = [wi for wi in wheres_at.get(0, ())
-               if root_names is not None and expr_names(rule.wheres[wi].expr) <= root_names.keys() | constant_names]
+               if root_names is not None and A.names_read(rule.wheres[wi].expr) <= root_names.keys() | constant_names]
     if hoisted:
         wheres_at[0] = [wi for wi in wheres_at[0] if wi not in hoisted]
 
@@ -234,17 +206,17 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
                 return
             done.add(li)
             let = rule.lets[li]
-            for name in sorted(expr_names(let.expr) & local.keys(), key=local.get):
+            for name in sorted(A.names_read(let.expr) & local.keys(), key=local.get):
                 if local[name] < li:  # an earlier let it reads
                     let_needed(local[name])
-            ordered.append((let.name, compile_expr(let.expr), let.pos.line))
+            ordered.append((let.name, compile_expr(let.expr), f"let {let.name} (line {let.pos.line})"))
 
         wheres = wheres_at.get(k, ())
-        needs = {wi: expr_names(rule.wheres[wi].expr) & local.keys() for wi in wheres}
+        needs = {wi: A.names_read(rule.wheres[wi].expr) & local.keys() for wi in wheres}
         for wi in sorted(wheres, key=lambda wi: (bool(needs[wi]), wi)):
             for name in sorted(needs[wi], key=local.get):
                 let_needed(local[name])
-            ordered.append((None, compile_expr(rule.wheres[wi].expr), rule.wheres[wi].pos.line))
+            ordered.append((None, compile_expr(rule.wheres[wi].expr), _where_label(rule.wheres[wi])))
         for li in lets_at.get(k, ()):
             let_needed(li)
         return tuple(ordered)
@@ -270,7 +242,14 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
                         _revisit_paths(order, equations, binds),
                         _root_checks(order, equations, root_index),
                         root_names or {},
-                        tuple((compile_expr(rule.wheres[wi].expr), rule.wheres[wi].pos.line) for wi in hoisted))
+                        tuple((compile_expr(rule.wheres[wi].expr), _where_label(rule.wheres[wi])) for wi in hoisted),
+                        frozenset(produced_by[v] for v in A.spread_names(rule) if v in produced_by))
+
+
+
+def _where_label(where: A.Where) -> str:
+    """How a failing conjunct is named in a reason: its text and its clause's line."""
+    return f"where `{show(where.expr)}` (line {where.pos.line})"
 
 
 def _root_names(root: A.Equation) -> dict[str, tuple[str, object]] | None:

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from onnx import NodeProto, TypeProto
+from onnx import NodeProto
 
 from ..dsl.schemas import OpInfo, find_schema, normalize_domain
 from ..errors import RewriterError
+from ..graph.types import type_string
 from ..graph.view import GraphView, NodeId
 from .providers import CPU, provider_name
 
@@ -82,7 +83,7 @@ class KernelTable:
                 type_proto = types.get(name) or view.type_of(name)
                 cached = cache.get(name)
                 if cached is None or cached[0] is not type_proto:
-                    cached = cache[name] = (type_proto, _type_string(type_proto))
+                    cached = cache[name] = (type_proto, type_string(type_proto))
                 signature.append(cached[1])
             signature.append("|")
         key = tuple(signature)
@@ -107,27 +108,6 @@ class KernelTable:
 _TYPE_STRINGS = "kernel_type_strings"  # view.pass_caches: value -> (its TypeProto, type string)
 
 
-def _type_string(type_proto: TypeProto | None) -> str | None:
-    if type_proto is None:
-        return None
-    which = type_proto.WhichOneof("value")
-    if which == "tensor_type":
-        return _TENSOR_TYPE_STRINGS.get(type_proto.tensor_type.elem_type)
-    if which == "sequence_type":
-        inner = _type_string(type_proto.sequence_type.elem_type)
-        return None if inner is None else f"seq({inner})"
-    return None
-
-
-_ONNX_TYPE_NAMES = {
-    1: "float", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
-    8: "string", 9: "bool", 10: "float16", 11: "double", 12: "uint32", 13: "uint64",
-    16: "bfloat16", 17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2",
-    20: "float8e5m2fnuz", 21: "uint4", 22: "int4",
-}
-_TENSOR_TYPE_STRINGS = {elem: f"tensor({name})" for elem, name in _ONNX_TYPE_NAMES.items()}
-
-
 def _actual_types(view: GraphView, proto, info: OpInfo) -> dict[str, set[str]]:
     """Type parameter -> the element types the node binds it to (known ones only)."""
     actual: dict[str, set[str]] = {}
@@ -144,7 +124,7 @@ def _actual_types(view: GraphView, proto, info: OpInfo) -> dict[str, set[str]]:
                 continue
             if type_str.startswith(("tensor(", "seq(")):
                 continue  # a fixed type, not a parameter
-            known = _type_string(view.type_of(name))
+            known = type_string(view.type_of(name))
             if known is not None:
                 actual.setdefault(type_str, set()).add(known)
 

@@ -5,6 +5,10 @@ before the graph is touched, so a refused match leaves no trace.  The guarantees
 here, never by rule authors:
 
 * a value that is a graph output, or read by a node outside the match, is never deleted;
+* every attribute of a deleted node is accounted for: mentioned by the pattern, copied by
+  the replacement, or at its default (accounting.py);
+* every new node obeys its op schema's types and onnx's inference, and a value the
+  replacement redefines keeps its type and static shape (replacement_types.py);
 * ``y = x`` keeps a graph output's name (the surviving value is renamed to it) and refuses
   when that is impossible (``x`` is a graph input, another output, or an outer value);
 * a replaced value keeps its name, type and value_info; new values and nodes get fresh,
@@ -17,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import numpy as np
-from onnx import AttributeProto, NodeProto, TensorProto, helper, numpy_helper
+from onnx import AttributeProto, NodeProto, TensorProto, TypeProto, helper, numpy_helper
 
 from ..dsl import ast as A
 from ..dsl.schemas import attribute_type, find_schema, known_domains, normalize_domain
@@ -26,7 +30,9 @@ from ..expr.values import EvalFailure, Ref
 from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId
 from ..match.matcher import Match, attribute_with_default
+from .accounting import unaccounted_attribute
 from .propagation import copy_placement
+from .replacement_types import replacement_type_problem
 
 
 class Refused(Exception):
@@ -79,6 +85,7 @@ class _Build:
     aliases: list[tuple[str, str]] = field(default_factory=list)   # (replaced y, existing x)
     defined: dict[str, str] = field(default_factory=dict)          # replacement name -> value
     domains: set[str] = field(default_factory=set)
+    types: dict[str, TypeProto] = field(default_factory=dict)      # of the values it creates
 
     def reads(self) -> set[str]:
         """Values the replacement reads: its nodes' inputs and its aliases' sources."""
@@ -333,6 +340,9 @@ class Rewriter:
 
     def _check(self, match: Match, build: _Build, deleted: set[NodeId]) -> None:
         view = self.view
+        dropped = unaccounted_attribute(view, match, deleted)
+        if dropped:
+            raise Refused(dropped)
         replaced = {match.values[name] for name in match.rule.replaced}
         referenced = build.reads()
         dying: dict[NodeId, bool] = {}
@@ -364,6 +374,10 @@ class Rewriter:
             if source in renamed or not view.has_value(source):
                 raise Refused(f"'{source}' cannot take the name '{target}'")
             renamed.add(source)
+        ill_typed = replacement_type_problem(view, build.nodes, build.names, build.initializers,
+                                             build.aliases, replaced, build.types)
+        if ill_typed:
+            raise Refused(ill_typed)
 
     def _dies_with(self, node_id: NodeId, deleted: set[NodeId], referenced: set[str],
                    memo: dict[NodeId, bool], depth: int = 0) -> bool:
@@ -391,12 +405,17 @@ class Rewriter:
     # ------------------------------------------------------------------- apply
     def would_apply(self, match: Match) -> bool:
         """Whether ``apply`` would rewrite (the graph is not touched)."""
+        return self.refusal(match) is None
+
+    def refusal(self, match: Match) -> str | None:
+        """Why ``apply`` would refuse ``match`` (None when it would rewrite; the graph is
+        not touched)."""
         try:
             build = self.build(match)
             self._check(match, build, self._deleted_nodes(match, build))
-        except (Refused, EvalFailure):
-            return False
-        return True
+        except (Refused, EvalFailure) as why:
+            return str(why) or why.__class__.__name__
+        return None
 
     def apply(self, match: Match) -> Applied:
         """Rewrite the graph for ``match``; raises ``Refused`` or ``EvalFailure`` untouched."""
@@ -420,6 +439,11 @@ class Rewriter:
             self.state.require_domain(domain, 1)  # contrib domains are all at version 1
         new_ids = [view.add_node(node, (root_order[0], root_order[1] + k + 1), names)
                    for k, (node, names) in enumerate(zip(build.nodes, build.names))]
+        types = view.types
+        for _, outputs in build.names:  # what the type check inferred (no lazy inference later)
+            for name in outputs:
+                if name and name not in types and name in build.types:
+                    types[name] = build.types[name]
         touched: set[NodeId] = set(new_ids)
         for target, source in build.aliases:
             if view.is_graph_output(target):

@@ -4,32 +4,47 @@ Per rule: draw instances (``instance.py``); run the real engine (``rewriter.opti
 the same code path users run) with a pack holding just that rule; where it rewrote, run
 both models in onnxruntime on random inputs and compare every output.  A failure is
 shrunk by hypothesis and saved as ``before.onnx``, ``after.onnx``, ``inputs.npz`` and
-``report.txt``.  A rule that never applied is reported as unverified: its constraints or
-the generator need attention, and it proves nothing.
+``report.txt``.  A rule that never applied is reported as unverified, with the reason the
+draws failed: its constraints or the generator need attention, and it proves nothing.  A
+rule the static checker refuses (``rewriter check``) fails without a draw.
+
+Repeatable: each rule's campaign is seeded from ``--seed`` and the rule's name (the same
+counterexample whichever worker runs it, whatever else is verified), and shrinking stops
+after a number of attempts, not a time.  Bounded: a rule draws for at most
+``rule_seconds`` and shrinks for at most ``SHRINK_SECONDS``.  Rules run in parallel worker
+processes (``jobs``).
 """
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
+import os
 import time
 import traceback
+import zlib
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-import numpy as np
 import onnx
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
-from hypothesis.errors import Unsatisfiable
 
-from ..dsl import Pack, load_pack
+from ..dsl import Pack, load_pack_checked
 from ..errors import RewriterError
+from .artifacts import describe, write_artifacts
 from .compare import compare_outputs, feeds_tolerance, random_feeds, run_model
+from .diagnose import reason_key, summarize, why_not_applied
 from .instance import Reject, draw_instance
 
 DEFAULT_EXAMPLES = 100
-SHRINK_SECONDS = 8.0  # time hypothesis may spend shrinking a failure to a smaller one
+RULE_SECONDS = 60.0     # drawing stops after this long (the verdict says so)
+SHRINK_ATTEMPTS = 150   # new instances tried while shrinking a failure, then the best is kept
+SHRINK_SECONDS = 20.0   # ... or after this long, whichever comes first
+DIAGNOSED_DRAWS = 12    # draws the engine left alone whose reason is looked for
 
 
 @dataclass
@@ -41,12 +56,14 @@ class RuleVerdict:
     applied: int = 0               # instances the engine rewrote (and that were compared)
     near_misses: int = 0
     near_misses_refused: int = 0   # near misses the engine left alone
-    max_abs: float = 0.0
+    max_abs: float = 0.0           # of the compared instances (of the counterexample on FAIL)
     max_rel: float = 0.0
     verdict: str = "ok"            # ok | FAIL | unverified
     message: str = ""
     artifacts: Path | None = None
     last_reject: str = ""
+    seconds: float = 0.0
+    stopped_early: bool = False    # the time budget ended the drawing
 
 
 class VerificationFailure(Exception):
@@ -59,58 +76,41 @@ def _fail_if(problem: str | None) -> None:
         raise VerificationFailure(problem)
 
 
-def _write_artifacts(directory: Path, before: onnx.ModelProto, after: onnx.ModelProto | None,
-                     feeds: dict, report: str) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    onnx.save(before, str(directory / "before.onnx"))
-    if after is not None:
-        onnx.save(after, str(directory / "after.onnx"))
-    elif (directory / "after.onnx").exists():
-        (directory / "after.onnx").unlink()
-    np.savez(directory / "inputs.npz", **feeds)
-    (directory / "report.txt").write_text(report, encoding="utf-8")
-
-
-def _describe(model: onnx.ModelProto, feeds: dict, draws: list[str], problem: str, rule: str,
-              reproduce: str, outputs: dict | None = None) -> str:
-    with np.printoptions(precision=6, threshold=64, edgeitems=4, suppress=True):
-        lines = [f"rule {rule}: {problem}", "", "reproduce: " + reproduce, "", "instance:"]
-        lines += [f"  {d}" for d in draws]
-        lines += ["", "inputs:"]
-        lines += [f"  {k} ({v.dtype}{list(v.shape)}) = {np.array2string(v)}" for k, v in feeds.items()]
-        lines += ["", "constants:"]
-        for t in model.graph.initializer:
-            value = onnx.numpy_helper.to_array(t)
-            lines.append(f"  {t.name} ({value.dtype}{list(value.shape)}) = {np.array2string(value)}")
-        if outputs:
-            lines += ["", "outputs (before -> after):"]
-            for name, (a, b) in outputs.items():
-                lines.append(f"  {name}:\n    before {np.array2string(a)}\n    after  {np.array2string(b)}")
-    return "\n".join(lines) + "\n"
+def rule_seed(seed: int, pack: str, rule: str) -> int:
+    """The seed of one rule's campaign: the same whichever worker runs it, and whatever
+    other rules are verified (a stable hash, not Python's salted ``hash``)."""
+    return zlib.crc32(f"{seed}:{pack}:{rule}".encode()) ^ seed
 
 
 def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, seed: int = 0,
-                out: Path | str = "verify-out", shrink_seconds: float = SHRINK_SECONDS) -> RuleVerdict:
+                out: Path | str = "verify-out", shrink_attempts: int = SHRINK_ATTEMPTS,
+                rule_seconds: float = RULE_SECONDS, shrink_seconds: float = SHRINK_SECONDS) -> RuleVerdict:
     """Fuzz one rule of a pack; see the module docstring."""
     import rewriter
 
+    began = time.monotonic()
     (rule,) = [r for r in pack.rules if r.name == rule_name]
     single = dataclasses.replace(pack, rules=(rule,), builtins=())
     verdict = RuleVerdict(pack.name, rule.name)
     artifacts = Path(out) / pack.name / rule.name
-    failing = {"seen": False, "since": 0.0}
-    # outcome per (instance, inputs): shrinking revisits instances; past the shrink budget
-    # an unseen instance counts as passing, so the smallest failure found so far is kept
-    # (and replays deterministically)
+    failing: dict = {"seen": False, "since": 0.0, "attempts": 0}
+    reasons: Counter = Counter()     # why valid draws were left alone (a sample of them)
+    # outcome per (instance, inputs): shrinking revisits instances
     outcomes: dict[bytes, str | None] = {}
     reproduce = f"rewriter verify {pack.file} --rule {rule.name} --seed {seed} --examples {examples}"
 
-    @hypothesis_seed(seed)
+    @hypothesis_seed(rule_seed(seed, pack.name, rule.name))
     @settings(max_examples=examples, database=None, deadline=None, derandomize=False,
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False)
     @given(st.data())
     def campaign(data) -> None:
         counting = not failing["seen"]
+        if counting and time.monotonic() - began > rule_seconds:
+            verdict.stopped_early = True
+            reject()  # out of time: the remaining draws are skipped, cheaply
+        if not counting:  # shrinking: bounded by attempts (repeatable), then by time
+            if failing["attempts"] >= shrink_attempts or time.monotonic() - failing["since"] > shrink_seconds:
+                reject()
         try:
             instance = draw_instance(data, rule)
         except Reject as why:
@@ -120,21 +120,24 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
             reject()
         inputs_seed = data.draw(st.integers(0, 2**16), label="inputs seed")
         key = instance.model.SerializeToString() + inputs_seed.to_bytes(4, "little")
-        if key in outcomes or (failing["seen"] and time.monotonic() - failing["since"] > shrink_seconds):
-            _fail_if(outcomes.setdefault(key, None))
+        if key in outcomes:
+            _fail_if(outcomes[key])
             return
-        feeds = random_feeds(instance.model, inputs_seed)
+        if not counting:
+            failing["attempts"] += 1
+        feeds = random_feeds(instance.model, inputs_seed, ranges=instance.input_ranges)
         try:
             before_outputs = run_model(instance.model, feeds)
         except Exception as why:  # onnxruntime cannot run this draw (e.g. a missing kernel)
             if counting:
                 verdict.invalid += 1
                 verdict.last_reject = f"onnxruntime refused the instance: {str(why).splitlines()[0][:160]}"
+            outcomes[key] = None
             reject()
         if counting:
             verdict.draws += 1
             verdict.near_misses += instance.near_miss is not None
-        problem, after, outputs = None, None, None
+        problem, after, outputs, errors = None, None, None, (0.0, 0.0)
         try:
             result = rewriter.optimize(instance.model, level=pack.level, rules=[single], bundled=False,
                                        providers="CPU")
@@ -149,6 +152,8 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
         if not applied:
             if counting and instance.near_miss is not None:
                 verdict.near_misses_refused += 1
+            elif counting and sum(reasons.values()) < DIAGNOSED_DRAWS:
+                reasons[reason_key(why_not_applied(instance.model, single.rules[0]))] += 1
             return
         if problem is None:
             try:
@@ -159,6 +164,7 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
             else:
                 difference, worst_abs, worst_rel = compare_outputs(
                     before_outputs, after_outputs, rule.tolerance, feeds_tolerance(feeds))
+                errors = (worst_abs, worst_rel)
                 if counting:
                     verdict.applied += 1
                     verdict.max_abs = max(verdict.max_abs, worst_abs)
@@ -170,32 +176,42 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
         if problem is not None:
             if not failing["seen"]:
                 failing.update(seen=True, since=time.monotonic())
-            failing["problem"] = problem  # the last failure written is the shrunk one
+            # each failure found while shrinking is smaller than the last: the last is kept
+            failing.update(problem=problem, errors=errors)
             outcomes[key] = problem
-            report = _describe(instance.model, feeds, instance.draws, problem, rule.name, reproduce, outputs)
-            _write_artifacts(artifacts, instance.model, after, feeds, report)
+            report = describe(instance.model, feeds, instance.draws, problem, rule.name, reproduce, outputs)
+            write_artifacts(artifacts, instance.model, after, feeds, report)
             _fail_if(problem)
 
     try:
         campaign()
-    except VerificationFailure as failure:
+    except VerificationFailure:
+        pass
+    except Exception as error:  # hypothesis gave up (unsatisfiable, flaky replay...)
+        if not failing["seen"]:
+            verdict.last_reject = verdict.last_reject or f"{error.__class__.__name__}: {error}"
+    verdict.seconds = time.monotonic() - began
+    if failing["seen"]:  # decided by what was seen, however hypothesis ended
         verdict.verdict = "FAIL"
-        verdict.message = str(failing.get("problem") or failure).splitlines()[0]
+        verdict.message = str(failing["problem"]).splitlines()[0]
+        verdict.max_abs, verdict.max_rel = failing["errors"]
         verdict.artifacts = artifacts
-        return verdict
-    except Unsatisfiable:
+    elif verdict.applied == 0:
         verdict.verdict = "unverified"
-        verdict.message = f"no valid instance could be drawn ({verdict.last_reject})"
-        return verdict
-    if verdict.applied == 0:
-        verdict.verdict = "unverified"
-        verdict.message = (f"never applied in {verdict.draws} draws" +
-                           (f"; last invalid draw: {verdict.last_reject}" if verdict.last_reject else ""))
+        if verdict.draws == 0:
+            verdict.message = f"no valid instance could be drawn ({verdict.last_reject})"
+        else:
+            why = summarize(reasons, rule)
+            verdict.message = f"never applied in {verdict.draws} draws" + (f": {why}" if why else "")
+    if verdict.stopped_early:
+        verdict.message = (verdict.message + "; " if verdict.message else "") + \
+            f"drawing stopped after {rule_seconds:g} s"
     return verdict
 
 
-def collect_packs(paths: Iterable[str | Path] | None) -> list[Pack]:
-    """Packs from files and directories (every ``*.rules`` inside); the bundled ones if none."""
+def collect_packs(paths: Iterable[str | Path] | None) -> list[tuple[Pack, dict[str, list]]]:
+    """Packs from files and directories (every ``*.rules`` inside); the bundled ones if none.
+    Each with its rules' static problems (those rules fail without a draw)."""
     from ..resources import bundled_pack_paths
 
     files: list[Path] = []
@@ -209,12 +225,13 @@ def collect_packs(paths: Iterable[str | Path] | None) -> list[Pack]:
         files = bundled_pack_paths()
     if not files:
         raise RewriterError(f"no .rules files in {', '.join(map(str, paths or []))}")
-    return [load_pack(f) for f in files]
+    return [load_pack_checked(f) for f in files]
 
 
 @dataclass
 class VerifyReport:
     verdicts: list[RuleVerdict] = field(default_factory=list)
+    seconds: float = 0.0
 
     @property
     def failed(self) -> list[RuleVerdict]:
@@ -225,20 +242,64 @@ class VerifyReport:
         return [v for v in self.verdicts if v.verdict == "unverified"]
 
 
-def verify(paths: Iterable[str | Path] | None = None, rule: str | None = None,
+def default_jobs() -> int:
+    """Every core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def verify(paths: Iterable[str | Path] | None = None, rule: str | Iterable[str] | None = None,
            examples: int = DEFAULT_EXAMPLES, seed: int = 0, out: Path | str = "verify-out",
            on_rule: Callable[[RuleVerdict], None] | None = None,
-           packs: Iterable[Pack] | None = None, shrink_seconds: float = SHRINK_SECONDS) -> VerifyReport:
-    """Verify every rule of the given packs (or only ``rule``); see the module docstring."""
-    chosen = list(packs) if packs is not None else collect_packs(paths)
-    report = VerifyReport()
-    names = [(p, r.name) for p in chosen for r in p.rules if rule is None or r.name == rule]
-    if rule is not None and not names:
-        raise RewriterError(f"no rule named '{rule}' in {', '.join(p.file for p in chosen)}")
-    for pack, name in names:
-        verdict = verify_rule(pack, name, examples=examples, seed=seed, out=out,
-                              shrink_seconds=shrink_seconds)
-        report.verdicts.append(verdict)
-        if on_rule is not None:
-            on_rule(verdict)
+           packs: Iterable[Pack] | None = None, jobs: int | None = None,
+           rule_seconds: float = RULE_SECONDS, shrink_attempts: int = SHRINK_ATTEMPTS,
+           shrink_seconds: float = SHRINK_SECONDS) -> VerifyReport:
+    """Verify every rule of the given packs (or only the named ``rule``s); see the module
+    docstring.  ``jobs``: worker processes (default: every core; 1 runs in this process).
+    Verdicts come back in the packs' rule order, whichever finished first."""
+    began = time.monotonic()
+    if packs is not None:
+        chosen = [load_pack_checked(p) for p in packs]
+    else:
+        chosen = collect_packs(paths)
+    wanted = None if rule is None else ([rule] if isinstance(rule, str) else list(rule))
+    names = [(p, problems, r.name) for p, problems in chosen for r in p.rules
+             if wanted is None or r.name in wanted]
+    missing = [w for w in wanted or () if not any(name == w for _, _, name in names)]
+    if missing:
+        raise RewriterError(f"no rule named '{missing[0]}' in {', '.join(p.file for p, _ in chosen)}")
+    if examples < 1:
+        raise RewriterError(f"--examples must be at least 1, not {examples}")
+    options = dict(examples=examples, seed=seed, out=out, shrink_attempts=shrink_attempts,
+                   rule_seconds=rule_seconds, shrink_seconds=shrink_seconds)
+    report = VerifyReport([None] * len(names))  # type: ignore[list-item]
+    tasks = []
+    for index, (pack, problems, name) in enumerate(names):
+        if name in problems:  # the checker refuses it: no campaign
+            first = problems[name][0]
+            verdict = RuleVerdict(pack.name, name, verdict="FAIL", message=f"rewriter check: {first}")
+            report.verdicts[index] = verdict
+            if on_rule is not None:
+                on_rule(verdict)
+        else:
+            tasks.append((index, pack, name))
+    workers = min(jobs or default_jobs(), len(tasks)) if tasks else 1
+    if workers <= 1:
+        for index, pack, name in tasks:
+            report.verdicts[index] = verify_rule(pack, name, **options)
+            if on_rule is not None:
+                on_rule(report.verdicts[index])
+    else:
+        # spawned, not forked: this process may already hold onnxruntime's thread pools
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = {pool.submit(verify_rule, pack, name, **options): index for index, pack, name in tasks}
+            from concurrent.futures import as_completed
+            for future in as_completed(futures):
+                report.verdicts[futures[future]] = future.result()
+                if on_rule is not None:
+                    on_rule(report.verdicts[futures[future]])
+    report.seconds = time.monotonic() - began
     return report

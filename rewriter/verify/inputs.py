@@ -42,6 +42,8 @@ class NodeContext:
     attrs: dict = field(default_factory=dict)
     main_shape: list[int] = field(default_factory=list)
     dtype: int = F
+    info: object = None          # the op's schema at the instance's opset (dsl.schemas.OpInfo)
+    inputs: list[str] = field(default_factory=list)  # pattern names of the node's inputs
 
     def shape(self, slot: int) -> list[int] | None:
         if slot < len(self.known) and self.known[slot] is not None:

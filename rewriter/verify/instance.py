@@ -21,6 +21,8 @@ from ..dsl import ast as A
 from ..dsl.schemas import find_schema, normalize_domain
 from ..expr.dtypes import DTYPES
 from .inputs import NodeContext, Spec, attribute_candidates, input_spec
+from .variety import (FLOATS, element_types, mask_inputs, own_float_types, rank_hints, special_values,
+                      unmentioned_attribute_values)
 
 DEFAULT_OPSET = 17
 NEAR_MISSES = ("intermediate-output", "extra-consumer", "input-not-constant", "literal-off", "shape-off")
@@ -35,6 +37,8 @@ class Instance:
     model: onnx.ModelProto
     near_miss: str | None
     draws: list[str] = field(default_factory=list)   # what was drawn, for the report
+    # integer graph inputs and the [low, high) their run-time values come from
+    input_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def _where_calls(rule: A.Rule) -> list[A.Call]:
@@ -59,9 +63,18 @@ def _where_calls(rule: A.Rule) -> list[A.Call]:
 
 
 def const_required(rule: A.Rule) -> set[str]:
-    """Variables a ``where`` requires constant (``const(x, ...)``)."""
-    return {a.id for call in _where_calls(rule) if call.func == "const"
-            for a in call.args if isinstance(a, A.Name)}
+    """Variables a ``where`` requires constant (``const(x, ...)``, not under a ``not``)."""
+    found: set[str] = set()
+    stack = [(w.expr, False) for w in rule.wheres]
+    while stack:
+        expr, negated = stack.pop()
+        if isinstance(expr, A.Unary) and expr.op == "not":
+            stack.append((expr.operand, not negated))
+        elif isinstance(expr, A.BoolOp):
+            stack.extend((v, negated) for v in expr.values)
+        elif isinstance(expr, A.Call) and expr.func == "const" and not negated:
+            found.update(a.id for a in expr.args if isinstance(a, A.Name))
+    return found
 
 
 def _looks_at_consumers(rule: A.Rule) -> bool:
@@ -133,9 +146,9 @@ class _Builder:
         self.const_names = const_required(rule)
         self.seed = self.draw(st.integers(0, 2**16), label="values seed")
         self.rng = np.random.default_rng(self.seed)
-        # about one draw in four is a near miss; more for rules that look at consumers
-        plain = 3 if _looks_at_consumers(rule) else 12
-        self.near_miss = self.draw(st.sampled_from([None] * plain + list(NEAR_MISSES)), label="near miss")
+        # about one draw in four is a near miss; for rules that look at consumers, more
+        kinds = [None] * (6 if _looks_at_consumers(rule) else 12) + list(NEAR_MISSES)
+        self.near_miss = self.draw(st.sampled_from(kinds), label="near miss")
         examples = list(rule.examples)
         self.example = self.draw(st.sampled_from([*examples, None]), label="example") if examples else None
         self.symbols: dict[str, int] = {}
@@ -145,11 +158,15 @@ class _Builder:
         self.opset = (self.example.opset if self.example is not None and self.example.opset else DEFAULT_OPSET)
         self.wrap_inputs = self.draw(st.booleans(), label="prologue")
         self.wrap_outputs = self.draw(st.booleans(), label="epilogue")
-        rank = self.draw(st.sampled_from([1, 2, 3, 4, 0]), label="main rank")  # rank 0 too
+        rank = self.draw(st.sampled_from([1, 2, 3, 4, 0, 5]), label="main rank")  # rank 0 and 5 too
         self.main_shape = [self.draw(st.integers(1, 4), label="dim") for _ in range(rank)]
-        # float16 where the ops allow it (onnxruntime refusing a draw just discards it)
-        self.dtype = self.draw(st.sampled_from([TensorProto.FLOAT] * 3 + [TensorProto.FLOAT16]),
-                               label="element type")
+        # any element type every op of the pattern takes (onnxruntime refusing a draw, a
+        # type without a kernel, just discards it)
+        self.dtype = self.draw(st.sampled_from(element_types(rule, self.opset)), label="element type")
+        self.masks = mask_inputs(rule, self.const_names)
+        self.ranks = rank_hints(rule)
+        self.rank_decided: dict[str, int | None] = {}
+        self.input_ranges: dict[str, tuple[int, int]] = {}
 
     # ------------------------------------------------------------------- values
     def fresh(self, base: str) -> str:
@@ -168,7 +185,10 @@ class _Builder:
                 out.append(d)
             else:
                 if d not in self.symbols:
-                    self.symbols[d] = self.draw(st.integers(1, 4), label=f"dim {d}")
+                    # small, or now and then a multiple of a vector width (channel blocks)
+                    small = st.integers(1, 4)
+                    self.symbols[d] = self.draw(st.one_of(small, small, small, st.sampled_from([8, 16, 24, 32])),
+                                                label=f"dim {d}")
                 out.append(self.symbols[d])
         return out
 
@@ -181,10 +201,26 @@ class _Builder:
             return self.rng.integers(0, 2, shape).astype(bool)
         return self.rng.integers(0, 4, shape).astype(np_dtype)
 
+    def _maybe_special(self, name: str | None, array: np.ndarray) -> np.ndarray:
+        """A mask-like constant now and then holds infinities, NaN or extreme values (some
+        of its elements, or all of them)."""
+        if name not in self.masks or array.dtype.kind != "f" or not self.draw(st.integers(0, 3), label="special") == 0:
+            return array
+        dtype = helper.np_dtype_to_tensor_dtype(array.dtype)
+        value = self.draw(st.sampled_from(special_values(dtype)), label="special value")
+        array = np.array(array, copy=True)
+        if array.size <= 1 or self.draw(st.booleans(), label="special everywhere"):
+            array[...] = value
+        else:
+            array[self.rng.integers(0, 2, array.shape).astype(bool)] = value
+        self.draws.append(f"{name}: holds {value}")
+        return array
+
     def add_value(self, name: str, spec: Spec, constant: bool) -> str:
         value_name = self.fresh(name)
         if constant:
-            array = spec.value if spec.value is not None else self._random(spec.dtype, spec.shape)
+            array = spec.value if spec.value is not None else \
+                self._maybe_special(name, self._random(spec.dtype, spec.shape))
             self.inits.append(numpy_helper.from_array(np.asarray(array), value_name))
             self.types[value_name] = helper.make_tensor_type_proto(
                 helper.np_dtype_to_tensor_dtype(np.asarray(array).dtype), list(np.asarray(array).shape))
@@ -219,10 +255,13 @@ class _Builder:
         if hint is not None and hint.value is not None:
             value = np.asarray(_const_value(hint.value))
             if value.dtype == np.float64:
-                value = value.astype(np.float32)
+                partner = ctx.type(0) if slot > 0 else None
+                value = value.astype(helper.tensor_dtype_to_np_dtype(partner if partner in FLOATS else
+                                                                      ctx.dtype if ctx.dtype in FLOATS else
+                                                                      TensorProto.FLOAT))
             elif value.dtype.kind in "iu":
                 value = value.astype(np.int64)
-            return self.add_value(name, Spec(0, list(value.shape), value), True)
+            return self.add_value(name, Spec(0, list(value.shape), self._maybe_special(name, value)), True)
         if hint is not None and hint.dims is not None:
             dtype = DTYPES[hint.dtype] if hint.dtype else ctx.dtype
             dims = self._dims(hint.dims)
@@ -231,13 +270,44 @@ class _Builder:
             spec = Spec(dtype, dims, dim_names=list(hint.dims) if name in self._dynamic_inputs() else None)
         else:
             spec = input_spec(self.draw, ctx, slot)
+            wanted = self.hinted_rank(name)
+            if wanted is not None and len(spec.shape) != wanted and spec.value is None and not spec.const:
+                dims = list(spec.shape)[-wanted:] if wanted else []
+                dims = [self.draw(st.integers(1, 4), label="dim") for _ in range(wanted - len(dims))] + dims
+                spec = Spec(spec.dtype, dims, None, spec.const, None)
+        own = own_float_types(ctx.info, slot, spec.dtype) if spec.value is None else []
+        if own and self.draw(st.integers(0, 2), label="own precision") == 0:
+            spec = Spec(self.draw(st.sampled_from(own), label="mixed precision"), spec.shape,
+                        None, spec.const, spec.dim_names)
         if spec.const or (spec.value is not None):
             constant = True
         elif name in self.const_names:
             constant = self.near_miss != "input-not-constant" or not self.draw(st.booleans(), label="drop const")
         else:
             constant = self.draw(st.sampled_from([False, False, False, True]), label="as initializer")
-        return self.add_value(name or "any", spec, constant)
+        value = self.add_value(name or "any", spec, constant)
+        if not constant and ctx.op == "Gather" and slot == 1 and ctx.shape(0):
+            axis = int(ctx.attrs.get("axis", 0) or 0)
+            size = ctx.shape(0)[axis] if -len(ctx.shape(0)) <= axis < len(ctx.shape(0)) else 1
+            self.input_ranges[self._graph_input(value)] = (-size, size)  # Gather reads negatives from the end
+        return value
+
+    def hinted_rank(self, name: str | None) -> int | None:
+        """The rank a ``where`` asks of ``name`` (see variety.rank_hints), decided once per
+        name: kept three draws in four (the fourth tries the rule with another rank)."""
+        if name is None or name not in self.ranks:
+            return None
+        if name not in self.rank_decided:
+            keep = self.draw(st.integers(0, 3), label=f"rank hint {name}") > 0
+            self.rank_decided[name] = self.ranks[name] if keep else None
+        return self.rank_decided[name]
+
+    def _graph_input(self, value: str) -> str:
+        """The graph input behind ``value`` (itself, or what its prologue Identity reads)."""
+        for node in self.nodes:
+            if node.op_type == "Identity" and node.output[0] == value and node.name.startswith("prologue"):
+                return node.input[0]
+        return value
 
     def _shape_hint(self, hint) -> str | None:
         """The graph value a hint ``s = shape(x)`` reads, once x is drawn."""
@@ -284,11 +354,12 @@ class _Builder:
                 elif hint is not None and hint.value is not None:
                     value = _const_value(hint.value)
                 elif pattern.name == "perm":
-                    axes = list(range(rank))  # identity often: eliminations look for it
-                    value = axes if self.draw(st.booleans(), label="perm identity") else \
+                    # the identity (eliminations look for it), the default (reversal), or
+                    # any permutation (of rank 3 to 5, most do not commute)
+                    axes = list(range(rank))
+                    kind = self.draw(st.sampled_from(["identity", "default", "any", "any"]), label="perm kind")
+                    value = None if kind == "default" or not axes else axes if kind == "identity" else \
                         list(self.draw(st.permutations(axes), label="perm"))
-                    if not axes or self.draw(st.booleans(), label="perm default"):
-                        value = None
                 else:
                     candidates = attribute_candidates(alt.op, pattern.name, rank)
                     has_default = info is None or info.attributes[pattern.name][1] is not None
@@ -307,6 +378,17 @@ class _Builder:
                 attrs[pattern.name] = value
         return attrs
 
+    def unmentioned_attribute(self, alt: A.OpPattern, ctx: NodeContext, inputs: list[str]) -> None:
+        """Now and then an attribute the pattern does not mention, off its default (drawn
+        once the inputs are, so spatial attributes fit their rank): the engine must refuse
+        the match, or the replacement must keep its meaning."""
+        first = self.known(inputs[0]) if inputs else None
+        rank = len(first[1]) if first else len(self.main_shape)
+        others = unmentioned_attribute_values(ctx.info, alt, rank)
+        if others and self.draw(st.integers(0, 2), label="unmentioned attribute") == 0:
+            name = self.draw(st.sampled_from(sorted(others)), label="which attribute")
+            ctx.attrs[name] = self.draw(st.sampled_from(others[name]), label=f"attr {name}")
+
     # --------------------------------------------------------------------- nodes
     def known(self, value: str | None) -> tuple[int, list[int]] | None:
         if not value:
@@ -317,19 +399,37 @@ class _Builder:
         dims = [d.dim_value for d in t.tensor_type.shape.dim]
         return t.tensor_type.elem_type, dims
 
+    def _valid_alternatives(self, eq: A.Equation) -> list[A.OpPattern]:
+        """The alternatives the instance's opset defines as written (``ReduceMean(x, ax)``
+        only from opset 18, ``{axes: ax}`` only before); all of them when none is."""
+        valid = []
+        for alt in eq.alternatives:
+            info = find_schema(normalize_domain(alt.domain), alt.op, self.opset)
+            fixed = [a for a in alt.args if not isinstance(a, A.RestArg)]
+            needed = sum(1 for a in fixed if not (isinstance(a, A.VarArg) and a.optional))
+            if info is None or (needed <= info.max_inputs and all(p.name in info.attributes for p in alt.attrs)):
+                valid.append(alt)
+        return valid or list(eq.alternatives)
+
     def add_node(self, eq: A.Equation) -> None:
-        alt = self.draw(st.sampled_from(list(eq.alternatives)), label="alternative")
+        alt = self.draw(st.sampled_from(self._valid_alternatives(eq)), label="alternative")
         domain = normalize_domain(alt.domain)
         if domain:
             self.domains.add(domain)
         first = alt.args[0] if alt.args else None
         first_known = self.known(self.values.get(getattr(first, "name", ""), ""))
-        rank = len(first_known[1]) if first_known else len(self.main_shape)
-        ctx = NodeContext(alt.op, domain, self.opset, [], {}, self.main_shape, self.dtype)
+        hinted = None if first_known else self.hinted_rank(getattr(first, "name", None))
+        rank = len(first_known[1]) if first_known else hinted if hinted is not None else len(self.main_shape)
+        ctx = NodeContext(alt.op, domain, self.opset, [], {}, self.main_shape, self.dtype,
+                          find_schema(domain, alt.op, self.opset))
         ctx.attrs = self.attributes(alt, ctx, rank)
         inputs: list[str] = []
         for slot, arg in enumerate(alt.args):
-            ctx.known = [self.known(v) for v in inputs]
+            # what is known of every slot: those drawn so far, and later ones bound already
+            # (a Gemm's first operand sized after the transposed second one)
+            ctx.known = [self.known(v) for v in inputs] + [
+                self.known(self.values.get(later.name, "")) if isinstance(later, A.VarArg) else None
+                for later in alt.args[slot:]]
             if isinstance(arg, A.VarArg):
                 if arg.name in self.values:
                     inputs.append(self.values[arg.name])
@@ -353,6 +453,7 @@ class _Builder:
                 inputs.extend(names)
         while inputs and not inputs[-1]:
             inputs.pop()
+        self.unmentioned_attribute(alt, ctx, inputs)
         outputs = []
         for out in eq.outs:
             name = self.fresh(out.name) if out.name else self.fresh("unused")
@@ -410,7 +511,15 @@ class _Builder:
 
 
 def draw_instance(data, rule: A.Rule) -> Instance:
-    """A valid model containing one instance of ``rule``'s pattern (or ``Reject``)."""
+    """A valid model containing one instance of ``rule``'s pattern (or ``Reject``: also
+    when onnx's helpers cannot even build what was drawn)."""
+    try:
+        return _draw_instance(data, rule)
+    except (ValueError, TypeError, KeyError, IndexError, ZeroDivisionError) as err:
+        raise Reject(f"cannot build the draw: {err.__class__.__name__}: {str(err)[:160]}") from None
+
+
+def _draw_instance(data, rule: A.Rule) -> Instance:
     builder = _Builder(data, rule)
     for index in _order(rule):
         builder.add_node(rule.equations[index])
@@ -419,11 +528,15 @@ def draw_instance(data, rule: A.Rule) -> Instance:
     outputs = [o for o in produced if o not in consumed and o not in builder.ignored]
     intermediates = [o for o in produced if o in consumed and o in builder.pattern_outputs]
     checked = [builder.values[n] for n in _consumer_checked(builder.rule) if builder.values.get(n) in intermediates]
-    if checked and builder.draw(st.booleans(), label="near miss at a checked value"):
+    sharing = builder.near_miss if builder.near_miss in ("intermediate-output", "extra-consumer") else None
+    if checked and builder.draw(st.booleans(), label="share a checked value"):
+        # a rule that looks at a value's readers is about both cases (a fusion for a
+        # private sum, another for a shared one): half the draws share such a value
         intermediates = checked
-    if builder.near_miss == "intermediate-output" and intermediates:
+        sharing = builder.draw(st.sampled_from(["intermediate-output", "extra-consumer"]), label="how shared")
+    if sharing == "intermediate-output" and intermediates:
         outputs.append(builder.draw(st.sampled_from(intermediates), label="exposed"))
-    elif builder.near_miss == "extra-consumer" and intermediates:
+    elif sharing == "extra-consumer" and intermediates:
         target = builder.draw(st.sampled_from(intermediates), label="extra consumer of")
         extra = helper.make_node("Identity", [target], [f"{target}_extra"], name="extra")
         builder.nodes.append(extra)
@@ -446,4 +559,4 @@ def draw_instance(data, rule: A.Rule) -> Instance:
         onnx.checker.check_model(model, full_check=True)
     except Exception as err:
         raise Reject(f"invalid model: {str(err).splitlines()[0][:200]}") from None
-    return Instance(model, builder.near_miss, builder.draws)
+    return Instance(model, builder.near_miss, builder.draws, builder.input_ranges)
