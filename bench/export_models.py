@@ -1,14 +1,37 @@
 """Dev-only: export real models with torch.onnx for comparing against ONNX Runtime.
 
-Not a test dependency (tests use tests/models/).  Needs torch and transformers:
-    python -m venv /tmp/tv && /tmp/tv/bin/pip install torch==2.13.0 transformers onnx onnxscript
-    /tmp/tv/bin/python bench/export_models.py OUT_DIR [resnet bert bert48 distilbert gpt2 vit]
-Writes resnet18_bn (TorchScript, BatchNormalization kept), bert variants (TorchScript and
-dynamo exporters, static and dynamic axes) with random weights.
+Not a test dependency (tests use tests/models/).  Needs torch, transformers and onnxruntime:
+    python -m venv /tmp/tv && /tmp/tv/bin/pip install torch==2.13.0 transformers onnx onnxscript onnxruntime
+    /tmp/tv/bin/python bench/export_models.py OUT_DIR [FAMILY ...] [-v]   # default: every family
+    /tmp/tv/bin/python bench/export_models.py --corpus INDEX.md DIR ...  # table of what DIRs hold
+
+Every model is built from a config with random weights (nothing is downloaded) and kept tiny
+(2 layers, hidden 64).  Families (see EXPORTS):
+  resnet bert bert48 distilbert gpt2 vit      the original set: TorchScript opset 17 static and
+                                              dynamic axes, opset 14, dynamo; eager and SDPA
+  llama qwen2 mistral phi3 gpt_neox falcon    decoders (logits): the same four variants without
+                                              a cache, plus {family}_kv_*: one decoding step
+                                              with past key/values as plain tensor inputs and
+                                              present key/values as outputs (TorchScript with
+                                              dynamic axes, dynamo with dynamic batch and past)
+  whisper_enc t5_enc clip_text bart_enc       encoders
+  encoders_dyn14                              BERT and DistilBERT, dynamic axes at opset 14
+  mobilenetv3 efficientnet convnext           conv nets written out in torch (no torchvision);
+                                              also *_ts_bn with BatchNormalization kept
+  fp16                                        fp16 copies (keep_io_types) of BERT, GPT-2, ViT,
+                                              Llama exports: *_fp16.onnx
+  quant                                       QDQ (quantize_static) and dynamic-quantized copies
+                                              of BERT and conv nets: *_qdq.onnx, *_qdyn.onnx
+Names: {family}[_kv]_{ts_static|ts_dynamic|ts_opset14|ts_dynamic_opset14|ts_bn|dynamo}[_fp16|_qdq|_qdyn].onnx.
+Dynamo exports of the original set use the exporter's default opset, the newer families opset 18.
+An export that fails is reported (-v: with its traceback) and skipped; every model written is
+loaded in onnxruntime and deleted (with its external data) when it does not load.
 """
 from __future__ import annotations
 
 import sys
+import tempfile
+import traceback
 from pathlib import Path
 
 import torch
@@ -70,21 +93,33 @@ def export_resnet(out: Path, width: int = 64, name: str = "resnet18_bn.onnx") ->
 
 
 def export_variants(model: nn.Module, args: tuple, names: list[str], dynamic: dict, out: Path,
-                    prefix: str) -> None:
+                    prefix: str, dynamo_opset: int | None = None) -> None:
     """One model in the exporter variants users produce: TorchScript at opset 17 with static
-    and dynamic axes, TorchScript at opset 14 (LayerNormalization decomposed), dynamo (opset 18)."""
+    and dynamic axes, TorchScript at opset 14 (LayerNormalization decomposed), dynamo (at
+    dynamo_opset, else the exporter's default).  A failing export is reported, not raised."""
     model = model.eval()
-    torch.onnx.export(model, args, out / f"{prefix}_ts_static.onnx", dynamo=False,
-                      opset_version=17, input_names=names)
-    torch.onnx.export(model, args, out / f"{prefix}_ts_dynamic.onnx", dynamo=False,
-                      opset_version=17, input_names=names, dynamic_axes=dynamic)
-    torch.onnx.export(model, args, out / f"{prefix}_ts_opset14.onnx", dynamo=False,
-                      opset_version=14, input_names=names)
+    for suffix, opset, axes in (("ts_static", 17, None), ("ts_dynamic", 17, dynamic), ("ts_opset14", 14, None)):
+        attempt(f"{prefix}_{suffix}", lambda: torch.onnx.export(
+            model, args, out / f"{prefix}_{suffix}.onnx", dynamo=False, opset_version=opset,
+            input_names=names, dynamic_axes=axes))
+    attempt(f"{prefix}_dynamo", lambda: torch.onnx.export(  # the dynamo exporter changes often
+        model, args, out / f"{prefix}_dynamo.onnx", dynamo=True, input_names=names,
+        **({"opset_version": dynamo_opset} if dynamo_opset else {})))
+
+
+FAILURES: list[str] = []
+
+
+def attempt(name: str, export) -> None:
+    """Run one export; a failure is printed and remembered, not raised."""
     try:
-        torch.onnx.export(model, args, out / f"{prefix}_dynamo.onnx", dynamo=True,
-                          input_names=names)
-    except Exception as error:  # the dynamo exporter changes often; report, keep the rest
-        print(f"{prefix}: dynamo export failed: {error}")
+        export()
+    except Exception as error:
+        message = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+        FAILURES.append(f"{name}: {type(error).__name__}: {message}")
+        print(f"{name}: export failed: {type(error).__name__}: {message}")
+        if "-v" in sys.argv:
+            traceback.print_exc()
 
 
 class HiddenState(nn.Module):
@@ -107,9 +142,10 @@ def text_inputs(names: list[str]) -> tuple:
     return tuple({"input_ids": ids, "attention_mask": mask, "token_type_ids": types}[n] for n in names)
 
 
-def export_text(out: Path, prefix: str, model: nn.Module, names: list[str]) -> None:
+def export_text(out: Path, prefix: str, model: nn.Module, names: list[str],
+                dynamo_opset: int | None = None) -> None:
     export_variants(HiddenState(model, names), text_inputs(names), names,
-                    {n: {0: "batch", 1: "seq"} for n in names}, out, prefix)
+                    {n: {0: "batch", 1: "seq"} for n in names}, out, prefix, dynamo_opset)
 
 
 def export_bert(out: Path, layers: int = 2, prefix: str = "bert", attention: str = "eager") -> None:
@@ -146,6 +182,367 @@ def export_vit(out: Path, attention: str = "eager", prefix: str = "vit") -> None
                     (torch.randn(1, 3, 32, 32),), names, {"pixel_values": {0: "batch"}}, out, prefix)
 
 
+# ---- LLM decoders ----------------------------------------------------------------------------
+
+class Decoder(nn.Module):
+    """A causal LM over plain tensors: (input_ids, attention_mask, past key and value of each
+    layer ...) -> logits, or (logits, present key and value of each layer ...) with a cache.
+    transformers 5 takes and returns a Cache object; it is built from the tensors here."""
+
+    def __init__(self, inner: nn.Module, cache: bool) -> None:
+        super().__init__()
+        self.inner, self.cache = inner, cache
+
+    def forward(self, input_ids, attention_mask, *past):
+        from transformers import DynamicCache
+
+        kwargs = {"input_ids": input_ids, "attention_mask": attention_mask, "use_cache": self.cache}
+        if past:
+            kwargs["past_key_values"] = DynamicCache(
+                ddp_cache_data=[(past[i], past[i + 1]) for i in range(0, len(past), 2)])
+        out = self.inner(**kwargs)
+        if not self.cache:
+            return out.logits
+        presents = []
+        for layer in out.past_key_values.layers:
+            presents += [layer.keys, layer.values]
+        return (out.logits, *presents)
+
+
+# family -> (config class, model class, config arguments beyond the common ones; None drops one)
+DECODERS = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {"num_key_value_heads": 2}),      # GQA
+    "mistral": ("MistralConfig", "MistralForCausalLM", {"num_key_value_heads": 2}),  # GQA
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),                  # fused qkv and gate_up
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {}),        # partial rotary (0.25)
+    "falcon": ("FalconConfig", "FalconForCausalLM",                 # multi-query, parallel attn
+               {"intermediate_size": None, "ffn_hidden_size": 128}),
+}
+
+
+def decoder_model(family: str, attention: str = "eager") -> nn.Module:
+    import transformers
+
+    config_name, model_name, extra = DECODERS[family]
+    arguments = dict(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=128, max_position_embeddings=128, pad_token_id=0,
+                     bos_token_id=1, eos_token_id=2, attn_implementation=attention)
+    arguments.update(extra)
+    config = getattr(transformers, config_name)(**{k: v for k, v in arguments.items() if v is not None})
+    return getattr(transformers, model_name)(config).eval()
+
+
+def export_decoder(out: Path, family: str, attention: str = "eager", prefix: str | None = None,
+                   kv: bool = True) -> None:
+    """{prefix}_{ts_static,ts_dynamic,ts_opset14,dynamo}: the whole sequence, no cache;
+    {prefix}_kv_{ts_dynamic,dynamo}: one decoding step over a past of 4 tokens."""
+    from torch.export import Dim
+
+    prefix = prefix or family
+    model = decoder_model(family, attention)
+    names = ["input_ids", "attention_mask"]
+    export_variants(Decoder(model, cache=False), text_inputs(names), names,
+                    {n: {0: "batch", 1: "seq"} for n in names}, out, prefix, dynamo_opset=18)
+    if not kv:
+        return
+    step = Decoder(model, cache=True).eval()
+    with torch.no_grad():  # the past: a prefill of 4 tokens, batch 2
+        past = step(torch.randint(0, 128, (2, 4)), torch.ones(2, 4, dtype=torch.int64))[1:]
+    if any(t.shape[2] != 4 for t in past):
+        raise RuntimeError(f"{family}: past tensors are {[tuple(t.shape) for t in past]}, "
+                           f"expected (batch, heads, 4, head_dim)")
+    ids = torch.randint(0, 128, (2, 1))
+    mask = torch.ones(2, 5, dtype=torch.int64)
+    mask[1, 0] = 0  # one row left-padded
+    layers = len(past) // 2
+    past_names = [f"past_key_values.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
+    output_names = ["logits"] + [f"present.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
+    axes = {"input_ids": {0: "batch", 1: "sequence_length"},
+            "attention_mask": {0: "batch", 1: "total_sequence_length"},
+            "logits": {0: "batch", 1: "sequence_length"}}
+    axes.update({n: {0: "batch", 2: "past_sequence_length"} for n in past_names})
+    axes.update({n: {0: "batch", 2: "total_sequence_length"} for n in output_names[1:]})
+    attempt(f"{prefix}_kv_ts_dynamic", lambda: torch.onnx.export(
+        step, (ids, mask, *past), out / f"{prefix}_kv_ts_dynamic.onnx", dynamo=False, opset_version=17,
+        input_names=names + past_names, output_names=output_names, dynamic_axes=axes))
+    # dynamo: dynamic batch and past; the step is one token (the mask is past + 1 long)
+    batch, past_length = Dim("batch", min=1, max=64), Dim("past_sequence_length", min=1, max=100)
+    shapes = {"input_ids": {0: batch}, "attention_mask": {0: batch, 1: past_length + 1},
+              "past": tuple({0: batch, 2: past_length} for _ in past)}
+    attempt(f"{prefix}_kv_dynamo", lambda: torch.onnx.export(
+        step, (ids, mask, *past), out / f"{prefix}_kv_dynamo.onnx", dynamo=True, opset_version=18,
+        input_names=names + past_names, output_names=output_names, dynamic_shapes=shapes))
+
+
+# ---- encoders ----------------------------------------------------------------------------------
+
+def export_whisper_encoder(out: Path) -> None:
+    from transformers import WhisperConfig
+    from transformers.models.whisper.modeling_whisper import WhisperEncoder
+
+    config = WhisperConfig(vocab_size=100, d_model=64, encoder_layers=2, decoder_layers=2,
+                           encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=128,
+                           decoder_ffn_dim=128, num_mel_bins=16, max_source_positions=32,
+                           max_target_positions=32, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                           decoder_start_token_id=1, attn_implementation="eager")
+    names = ["input_features"]  # (batch, mel bins, 2 * max_source_positions frames)
+    export_variants(HiddenState(WhisperEncoder(config), names), (torch.randn(1, 16, 64),), names,
+                    {"input_features": {0: "batch"}}, out, "whisper_enc", dynamo_opset=18)
+
+
+def export_t5_encoder(out: Path) -> None:
+    from transformers import T5Config, T5EncoderModel
+
+    config = T5Config(vocab_size=100, d_model=64, d_kv=32, d_ff=128, num_layers=2, num_heads=2,
+                      attn_implementation="eager")
+    export_text(out, "t5_enc", T5EncoderModel(config), ["input_ids", "attention_mask"], dynamo_opset=18)
+
+
+def export_clip_text(out: Path) -> None:
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    config = CLIPTextConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                            num_attention_heads=2, max_position_embeddings=32, pad_token_id=0,
+                            bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+    export_text(out, "clip_text", CLIPTextModel(config), ["input_ids", "attention_mask"], dynamo_opset=18)
+
+
+def export_bart_encoder(out: Path) -> None:
+    from transformers import BartConfig
+    from transformers.models.bart.modeling_bart import BartEncoder
+
+    config = BartConfig(vocab_size=100, d_model=64, encoder_layers=2, decoder_layers=2,
+                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=128,
+                        decoder_ffn_dim=128, max_position_embeddings=64, attn_implementation="eager")
+    export_text(out, "bart_enc", BartEncoder(config), ["input_ids", "attention_mask"], dynamo_opset=18)
+
+
+def export_encoders_dyn14(out: Path) -> None:
+    """BERT and DistilBERT with dynamic axes at opset 14 (LayerNormalization decomposed)."""
+    from transformers import BertConfig, BertModel, DistilBertConfig, DistilBertModel
+
+    bert = BertModel(BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                                intermediate_size=256, max_position_embeddings=64,
+                                attn_implementation="eager"))
+    distilbert = DistilBertModel(DistilBertConfig(vocab_size=100, dim=64, n_layers=2, n_heads=2, hidden_dim=256,
+                                                  max_position_embeddings=64, attn_implementation="eager"))
+    for prefix, model, names in (("bert", bert, ["input_ids", "attention_mask", "token_type_ids"]),
+                                 ("distilbert", distilbert, ["input_ids", "attention_mask"])):
+        wrapped = HiddenState(model, names).eval()
+        attempt(f"{prefix}_ts_dynamic_opset14", lambda: torch.onnx.export(
+            wrapped, text_inputs(names), out / f"{prefix}_ts_dynamic_opset14.onnx", dynamo=False,
+            opset_version=14, input_names=names, dynamic_axes={n: {0: "batch", 1: "seq"} for n in names}))
+
+
+# ---- conv nets (torchvision's layouts, small) ----------------------------------------------------
+
+class SqueezeExcite(nn.Module):
+    def __init__(self, channels: int, squeezed: int, act: type, gate: type) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Conv2d(channels, squeezed, 1), nn.Conv2d(squeezed, channels, 1)
+        self.act, self.gate = act(), gate()
+
+    def forward(self, x):
+        s = nn.functional.adaptive_avg_pool2d(x, 1)
+        return x * self.gate(self.fc2(self.act(self.fc1(s))))
+
+
+def conv_bn(cin: int, cout: int, k: int, stride: int = 1, groups: int = 1, act: type | None = None) -> nn.Sequential:
+    layers = [nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False), nn.BatchNorm2d(cout)]
+    return nn.Sequential(*layers, *([act()] if act else []))
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV3 / EfficientNet MBConv: 1x1 expand, depthwise kxk, squeeze-excite, 1x1 project."""
+
+    def __init__(self, cin: int, expanded: int, cout: int, k: int, stride: int, act: type,
+                 se: tuple | None) -> None:
+        super().__init__()
+        layers = [] if expanded == cin else [conv_bn(cin, expanded, 1, act=act)]
+        layers.append(conv_bn(expanded, expanded, k, stride, groups=expanded, act=act))
+        if se:
+            squeezed, se_act, gate = se
+            layers.append(SqueezeExcite(expanded, squeezed, se_act, gate))
+        layers.append(conv_bn(expanded, cout, 1))
+        self.block = nn.Sequential(*layers)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x):
+        y = self.block(x)
+        return x + y if self.residual else y
+
+
+class MobileNetV3(nn.Module):
+    """mobilenet_v3_small's first blocks: HardSwish/ReLU, Hardsigmoid-gated SE, depthwise convs."""
+
+    def __init__(self, classes: int = 10) -> None:
+        super().__init__()
+        hs, relu = nn.Hardswish, nn.ReLU
+        blocks = [(16, 16, 16, 3, 2, relu, True), (16, 64, 24, 3, 2, relu, False), (24, 72, 24, 3, 1, relu, False),
+                  (24, 96, 40, 5, 2, hs, True), (40, 120, 40, 5, 1, hs, True)]
+        self.features = nn.Sequential(
+            conv_bn(3, 16, 3, 2, act=hs),
+            *[InvertedResidual(cin, e, cout, k, s, act, (max(8, e // 4), nn.ReLU, nn.Hardsigmoid) if se else None)
+              for cin, e, cout, k, s, act, se in blocks],
+            conv_bn(40, 96, 1, act=hs))
+        self.classifier = nn.Sequential(nn.Linear(96, 128), nn.Hardswish(), nn.Dropout(0.2), nn.Linear(128, classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(nn.functional.adaptive_avg_pool2d(self.features(x), 1), 1))
+
+
+class EfficientNet(nn.Module):
+    """efficientnet_b0's first stages: SiLU, MBConv with Sigmoid-gated SE, depthwise convs."""
+
+    def __init__(self, classes: int = 10) -> None:
+        super().__init__()
+        blocks = [(32, 32, 16, 3, 1), (16, 96, 24, 3, 2), (24, 144, 24, 3, 1), (24, 144, 40, 5, 2), (40, 240, 40, 5, 1)]
+        self.features = nn.Sequential(
+            conv_bn(3, 32, 3, 2, act=nn.SiLU),
+            *[InvertedResidual(cin, e, cout, k, s, nn.SiLU, (max(4, cin // 4), nn.SiLU, nn.Sigmoid))
+              for cin, e, cout, k, s in blocks],
+            conv_bn(40, 128, 1, act=nn.SiLU))
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(128, classes))
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(nn.functional.adaptive_avg_pool2d(self.features(x), 1), 1))
+
+
+class LayerNorm2d(nn.LayerNorm):
+    """torchvision's: LayerNorm over channels of an NCHW tensor."""
+
+    def forward(self, x):
+        return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+class CNBlock(nn.Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dwconv = nn.Conv2d(dim, dim, 7, padding=3, groups=dim)
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+        self.layer_scale = nn.Parameter(torch.empty(dim, 1, 1).uniform_(0.5, 1.5))  # not 1e-6: keep it visible
+
+    def forward(self, x):
+        y = self.mlp(self.norm(self.dwconv(x).permute(0, 2, 3, 1))).permute(0, 3, 1, 2)
+        return x + self.layer_scale * y
+
+
+class ConvNeXt(nn.Module):
+    """convnext_tiny's layout, two stages of two blocks: depthwise 7x7, LayerNorm, GELU."""
+
+    def __init__(self, classes: int = 10, dims: tuple = (32, 64)) -> None:
+        super().__init__()
+        layers = [nn.Sequential(nn.Conv2d(3, dims[0], 4, 4), LayerNorm2d(dims[0], eps=1e-6))]
+        for i, dim in enumerate(dims):
+            if i:
+                layers.append(nn.Sequential(LayerNorm2d(dims[i - 1], eps=1e-6), nn.Conv2d(dims[i - 1], dim, 2, 2)))
+            layers += [CNBlock(dim), CNBlock(dim)]
+        self.features = nn.Sequential(*layers)
+        self.head = nn.Sequential(LayerNorm2d(dims[-1], eps=1e-6), nn.Flatten(1), nn.Linear(dims[-1], classes))
+
+    def forward(self, x):
+        return self.head(nn.functional.adaptive_avg_pool2d(self.features(x), 1))
+
+
+def export_convnet(out: Path, prefix: str, model: nn.Module) -> None:
+    """The four variants (both exporters fold BatchNormalization into the convolutions) and
+    {prefix}_ts_bn: TorchScript with BatchNormalization kept, as export_resnet does (when the
+    model has any)."""
+    model = model.eval()
+    randomize_bn(model)
+    names, x = ["pixel_values"], torch.randn(1, 3, 64, 64)
+    export_variants(model, (x,), names, {"pixel_values": {0: "batch"}}, out, prefix, dynamo_opset=18)
+    if not any(isinstance(m, nn.BatchNorm2d) for m in model.modules()):
+        return
+    attempt(f"{prefix}_ts_bn", lambda: torch.onnx.export(
+        model, (x,), out / f"{prefix}_ts_bn.onnx", dynamo=False, opset_version=17, do_constant_folding=False,
+        input_names=names, training=torch.onnx.TrainingMode.PRESERVE))
+
+
+# ---- fp16 and quantized copies ---------------------------------------------------------------------
+
+FP16_SOURCES = ["bert_ts_static", "bert_ts_dynamic", "bert_dynamo", "gpt2_ts_static", "gpt2_ts_dynamic",
+                "vit_ts_static", "vit_dynamo", "llama_ts_static", "llama_ts_dynamic", "llama_dynamo",
+                "llama_kv_ts_dynamic"]
+
+
+def export_fp16(out: Path) -> None:
+    """fp16 copies (inputs and outputs stay fp32) of fresh BERT, GPT-2, ViT and Llama exports."""
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp)
+        export_bert(source), export_gpt2(source), export_vit(source), export_decoder(source, "llama")
+        for name in FP16_SOURCES:
+            if (source / f"{name}.onnx").exists():
+                attempt(f"{name}_fp16", lambda: onnx.save(convert_float_to_float16(
+                    onnx.load(source / f"{name}.onnx"), keep_io_types=True), out / f"{name}_fp16.onnx"))
+
+
+class RandomReader:
+    """Calibration data for quantize_static: a few random batches shaped like the inputs
+    (dynamic dims 1 for batch, 16 otherwise; ids < 100, masks 1, type ids 0)."""
+
+    def __init__(self, path: Path, batches: int = 4) -> None:
+        import numpy as np
+        import onnx
+
+        model = onnx.load(path, load_external_data=False)
+        rng, self.feeds = np.random.default_rng(0), []
+        initializers = {t.name for t in model.graph.initializer}
+        inputs = [vi for vi in model.graph.input if vi.name not in initializers]
+        for _ in range(batches):
+            feed = {}
+            for vi in inputs:
+                dims = vi.type.tensor_type.shape.dim
+                shape = [d.dim_value if d.HasField("dim_value") else (1 if i == 0 else 16) for i, d in enumerate(dims)]
+                if vi.type.tensor_type.elem_type == onnx.TensorProto.FLOAT:
+                    feed[vi.name] = rng.standard_normal(shape).astype(np.float32)
+                elif "mask" in vi.name:
+                    feed[vi.name] = np.ones(shape, np.int64)
+                elif "type" in vi.name:
+                    feed[vi.name] = np.zeros(shape, np.int64)
+                else:
+                    feed[vi.name] = rng.integers(0, 100, shape).astype(np.int64)
+            self.feeds.append(feed)
+        self.iterator = iter(self.feeds)
+
+    def get_next(self):
+        return next(self.iterator, None)
+
+    def rewind(self):
+        self.iterator = iter(self.feeds)
+
+
+QUANT_SOURCES = ["bert_ts_static", "bert_ts_dynamic", "bert_dynamo", "resnet18_mini_bn", "mobilenetv3_ts_static",
+                 "efficientnet_ts_static"]
+
+
+def export_quant(out: Path) -> None:
+    """QDQ (quantize_static, random calibration) and dynamic-quantized (quantize_dynamic)
+    copies of fresh BERT and conv-net exports."""
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
+
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp)
+        export_bert(source)
+        export_resnet(source, width=8, name="resnet18_mini_bn.onnx")
+        export_convnet(source, "mobilenetv3", MobileNetV3())
+        export_convnet(source, "efficientnet", EfficientNet())
+        for name in QUANT_SOURCES:
+            path = source / f"{name}.onnx"
+            if not path.exists():
+                continue
+            attempt(f"{name}_qdq", lambda: quantize_static(
+                path, out / f"{name}_qdq.onnx", RandomReader(path), quant_format=QuantFormat.QDQ,
+                activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8))
+            attempt(f"{name}_qdyn", lambda: quantize_dynamic(path, out / f"{name}_qdyn.onnx",
+                                                               weight_type=QuantType.QInt8))
+
+
 EXPORTS = {
     "resnet": lambda out: (export_resnet(out), export_resnet(out, width=8, name="resnet18_mini_bn.onnx")),
     "bert": lambda out: (export_bert(out), export_bert(out, attention="sdpa", prefix="bert_sdpa")),
@@ -153,13 +550,120 @@ EXPORTS = {
     "distilbert": lambda out: (export_distilbert(out), export_distilbert(out, "sdpa", "distilbert_sdpa")),
     "gpt2": lambda out: (export_gpt2(out), export_gpt2(out, "sdpa", "gpt2_sdpa")),
     "vit": lambda out: (export_vit(out), export_vit(out, "sdpa", "vit_sdpa")),
+    "llama": lambda out: (export_decoder(out, "llama"),
+                          export_decoder(out, "llama", "sdpa", "llama_sdpa", kv=False)),
+    "qwen2": lambda out: export_decoder(out, "qwen2"),
+    "mistral": lambda out: export_decoder(out, "mistral"),
+    "phi3": lambda out: export_decoder(out, "phi3"),
+    "gpt_neox": lambda out: export_decoder(out, "gpt_neox"),
+    "falcon": lambda out: export_decoder(out, "falcon"),
+    "whisper_enc": export_whisper_encoder,
+    "t5_enc": export_t5_encoder,
+    "clip_text": export_clip_text,
+    "bart_enc": export_bart_encoder,
+    "encoders_dyn14": export_encoders_dyn14,
+    "mobilenetv3": lambda out: export_convnet(out, "mobilenetv3", MobileNetV3()),
+    "efficientnet": lambda out: export_convnet(out, "efficientnet", EfficientNet()),
+    "convnext": lambda out: export_convnet(out, "convnext", ConvNeXt()),
+    "fp16": export_fp16,
+    "quant": export_quant,
 }
 
 
-if __name__ == "__main__":
-    target = Path(sys.argv[1] if len(sys.argv) > 1 else "devmodels")
+def external_files(path: Path) -> list[Path]:
+    import onnx
+
+    try:
+        model = onnx.load(path, load_external_data=False)
+    except Exception:
+        return [path.with_name(path.name + ".data")]
+    tensors = list(model.graph.initializer)
+    return sorted({path.parent / e.value for t in tensors for e in t.external_data if e.key == "location"})
+
+
+def drop_unloadable(target: Path, names: list[str]) -> None:
+    """Load each model in onnxruntime (CPU; optimizations at the default and off); delete one
+    that fails, with its external data."""
+    import onnxruntime as ort
+
+    for name in names:
+        path = target / name
+        try:
+            for level in (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
+                options = ort.SessionOptions()
+                options.graph_optimization_level, options.log_severity_level = level, 4
+                ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        except Exception as error:
+            message = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+            FAILURES.append(f"{name}: does not load in onnxruntime, deleted: {message}")
+            print(f"{name}: does not load in onnxruntime, deleted: {message}")
+            for file in [path, *external_files(path)]:
+                file.unlink(missing_ok=True)
+
+
+def describe(path: Path) -> dict:
+    """family, exporter, variant, opset, axes, dtype, nodes of one exported file (from its
+    name and its graph)."""
+    import onnx
+
+    model = onnx.load(path, load_external_data=False)
+    stem, dtype = path.stem, "fp32"
+    for suffix, kind in (("_fp16", "fp16"), ("_qdq", "int8 QDQ"), ("_qdyn", "int8 dynamic")):
+        if stem.endswith(suffix):
+            stem, dtype = stem[: -len(suffix)], kind
+    if "_dynamo" in stem:
+        family, exporter, variant = stem.split("_dynamo")[0], "dynamo", ""
+    elif "_ts_" in stem:
+        family, variant = stem.split("_ts_")
+        exporter = "torchscript"
+    else:
+        family, exporter, variant = stem, "torchscript", ""
+    if family.endswith("_kv"):
+        family, variant = family[:-3], ("kv " + variant).strip()
+    dynamic = any(not d.HasField("dim_value") for vi in model.graph.input for d in vi.type.tensor_type.shape.dim)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    return {"file": path.name, "family": family, "exporter": exporter, "variant": variant or "-",
+            "opset": opset, "axes": "dynamic" if dynamic else "static", "dtype": dtype,
+            "nodes": len(model.graph.node)}
+
+
+def corpus_table(dirs: list[Path]) -> str:
+    lines = ["# Development corpus", "",
+             "Written by `bench/export_models.py` (random weights, 2 layers, hidden 64 unless the name says",
+             "otherwise); regenerate this table with",
+             f"`python bench/export_models.py --corpus CORPUS.md {' '.join(str(d) for d in dirs)}`.",
+             "Nodes: top-level graph nodes.", ""]
+    for directory in dirs:
+        rows = [describe(p) for p in sorted(directory.glob("*.onnx"))]
+        lines += [f"## {directory} ({len(rows)} models)", "",
+                  "| file | family | exporter | variant | opset | axes | dtype | nodes |",
+                  "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['file']} | {r['family']} | {r['exporter']} | {r['variant']} | {r['opset']} | "
+                  f"{r['axes']} | {r['dtype']} | {r['nodes']} |" for r in rows]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--corpus"]:
+        index = Path(argv[1])
+        index.write_text(corpus_table([Path(d) for d in argv[2:]]))
+        print("wrote", index)
+        return 0
+    args = [a for a in argv if a != "-v"]
+    target = Path(args[0] if args else "devmodels")
     target.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
-    for family in sys.argv[2:] or list(EXPORTS):
-        EXPORTS[family](target)
-    print("wrote", sorted(p.name for p in target.glob("*.onnx")))
+    before = {p.name: p.stat().st_mtime_ns for p in target.glob("*.onnx")}
+    for family in args[1:] or list(EXPORTS):
+        attempt(family, lambda: EXPORTS[family](target))
+    written = sorted(p.name for p in target.glob("*.onnx") if before.get(p.name) != p.stat().st_mtime_ns)
+    drop_unloadable(target, written)
+    print("wrote", sorted(p.name for p in target.glob("*.onnx") if p.name in written))
+    if FAILURES:
+        print(f"{len(FAILURES)} failed:", *FAILURES, sep="\n  ")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
