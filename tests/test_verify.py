@@ -179,3 +179,50 @@ def test_every_shipped_rule_verifies_quickly(tmp_path):
     report = verify(examples=25, out=tmp_path, seed=0)
     bad = [(v.rule, v.verdict, v.message) for v in report.verdicts if v.verdict != "ok"]
     assert not bad
+
+
+# ----------------------------------------------------------- repeatable, parallel, explained
+
+def test_the_same_seed_gives_the_same_counterexample(tmp_path):
+    """Shrinking stops after a number of attempts, not a time: one seed, one answer."""
+    runs = [only_verdict(verify_text(CONV_BN_EPSILON_ANY_VALUE, tmp_path / str(k), shrink_seconds=600.0))
+            for k in range(2)]
+    assert runs[0].verdict == runs[1].verdict == "FAIL"
+    assert runs[0].message == runs[1].message and runs[0].max_abs == runs[1].max_abs
+    reports = [(run.artifacts / "report.txt").read_text() for run in runs]
+    assert reports[0] == reports[1]
+
+
+def test_the_summary_gives_the_counterexamples_error(tmp_path):
+    verdict = only_verdict(verify_text(CONV_BN_EPSILON_ANY_VALUE, tmp_path))
+    shown = f"{verdict.max_abs:.3g}"
+    assert f"max abs error {shown}" in verdict.message
+    assert verdict.max_rel > 0
+
+
+def test_parallel_workers_give_the_verdicts_of_one_process(tmp_path):
+    pack = [p for p in rewriter.bundled_packs() if p.name == "basic"][0]
+    names = ["IdentityElimination", "ReluClipFusion", "DivMulFusion"]
+    serial = verify(packs=[pack], rule=names, examples=15, out=tmp_path / "1", jobs=1)
+    parallel = verify(packs=[pack], rule=names, examples=15, out=tmp_path / "2", jobs=2)
+    assert [v.rule for v in parallel.verdicts] == names  # in the pack's order
+    assert [(v.rule, v.verdict, v.draws, v.applied) for v in serial.verdicts] == \
+        [(v.rule, v.verdict, v.draws, v.applied) for v in parallel.verdicts]
+
+
+def test_a_rule_the_checker_refuses_fails_and_the_others_are_still_verified(tmp_path):
+    text = HEADER + """
+rule DropsAxis { y = Softmax(x) {axis: a} => y = Softmax(x) }
+rule Fine { y = Identity(x) => y = x }
+"""
+    report = verify_text(text, tmp_path, examples=15)
+    by_rule = {v.rule: v for v in report.verdicts}
+    assert by_rule["DropsAxis"].verdict == "FAIL" and by_rule["DropsAxis"].draws == 0
+    assert "rewriter check: mutants.rules:3:" in by_rule["DropsAxis"].message
+    assert by_rule["Fine"].verdict == "ok"
+
+
+def test_an_unverified_rule_names_the_constraint_that_rejected_the_draws(tmp_path):
+    never = HEADER + "rule Never { y = Relu(x) where rank(x) == 99 => y = Neg(x) }"
+    verdict = only_verdict(verify_text(never, tmp_path, examples=20))
+    assert "where `rank(x) == 99`" in verdict.message and "example" in verdict.message

@@ -11,9 +11,10 @@ node is checked in order:
 * the types of its inputs and outputs (known ones) are allowed by its schema's type
   constraints, and each type parameter binds one type (unless the schema lets a variadic
   formal vary);
-* onnx's own inference of the node (standard ops) finds it consistent — shapes an op can
-  take (matrix products of matching dims, broadcastable operands) — and gives the types of
-  its fresh outputs, which later nodes of the replacement read;
+* onnx's own inference of the node (standard ops; contrib ops are typed lazily, when a rule
+  asks) finds it consistent — shapes an op can take (matrix products of matching dims,
+  broadcastable operands) — and gives the types of its fresh outputs, which later nodes of
+  the replacement read;
 * a value the replacement redefines (a node output keeping a pattern value's name, an
   alias ``y = x``, a computed constant) keeps its element type, rank and every static dim.
 """
@@ -59,8 +60,11 @@ def replacement_type_problem(view: GraphView, nodes, names, initializers: list[T
         problem = _binding_problem(info, inputs, outputs, {**input_types, **expected})
         if problem:
             return problem
-        if any(name and name not in input_types for name in inputs):
-            continue  # an input of unknown type: onnx cannot check the node
+        if domain or any(name and name not in input_types for name in inputs):
+            # a contrib op (its schema's types were checked; inferring shapes through its
+            # standard stand-ins costs more than all the rest: its outputs are typed lazily
+            # when a rule asks), or an input of unknown type: onnx cannot check the node
+            continue
         for name in inputs:
             if name and name not in data and view.is_initializer(name):
                 tensor = view.initializers[name]
