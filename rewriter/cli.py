@@ -178,7 +178,7 @@ def check(files: tuple[Path, ...]) -> None:
 @click.argument("packs", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--rule", "rules", multiple=True, help="Verify only this rule (repeatable).")
 @click.option("--examples", type=click.IntRange(min=1), default=None,
-              help="Draws per rule (default 100).")
+              help="Rewritten instances to compare per rule (default 50; draws the rule does not rewrite do not count).")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the campaign: the same seed gives the same counterexamples.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,

@@ -10,20 +10,22 @@ rule the static checker refuses (``rewriter check``) fails without a draw.
 
 Repeatable: each rule's campaign is seeded from ``--seed`` and the rule's name (the same
 counterexample whichever worker runs it, whatever else is verified), and shrinking stops
-after a number of attempts, not a time.  Bounded: a rule draws for at most
-``rule_seconds`` and shrinks for at most ``SHRINK_SECONDS``.  Rules run in parallel worker
-processes (``jobs``).
+after a number of attempts, not a time.  Bounded: a rule's campaign, drawing and shrinking
+together, takes at most ``budget_seconds`` (a failure is reported within that; past it the
+verdict says drawing stopped).  Rules run in parallel worker processes (``jobs``).
 """
 from __future__ import annotations
 
 import dataclasses
 import multiprocessing
 import os
+import shutil
 import time
 import traceback
 import zlib
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -40,11 +42,12 @@ from .compare import compare_outputs, feeds_tolerance, random_feeds, run_model
 from .diagnose import reason_key, summarize, why_not_applied
 from .instance import Reject, draw_instance
 
-DEFAULT_EXAMPLES = 100
-RULE_SECONDS = 60.0     # drawing stops after this long (the verdict says so)
+DEFAULT_EXAMPLES = 50    # rewritten instances compared per rule
+BUDGET_SECONDS = 30.0   # a rule's campaign, drawing and shrinking together, then it stops
 SHRINK_ATTEMPTS = 150   # new instances tried while shrinking a failure, then the best is kept
-SHRINK_SECONDS = 20.0   # ... or after this long, whichever comes first
 DIAGNOSED_DRAWS = 12    # draws the engine left alone whose reason is looked for
+RUNNING = ".running"    # OUT/PACK/RULE/.running: the rewritten draw being run right now
+CRASHED = "onnxruntime crashed the process running the rewritten model"
 
 
 @dataclass
@@ -84,7 +87,7 @@ def rule_seed(seed: int, pack: str, rule: str) -> int:
 
 def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, seed: int = 0,
                 out: Path | str = "verify-out", shrink_attempts: int = SHRINK_ATTEMPTS,
-                rule_seconds: float = RULE_SECONDS, shrink_seconds: float = SHRINK_SECONDS) -> RuleVerdict:
+                budget_seconds: float = BUDGET_SECONDS) -> RuleVerdict:
     """Fuzz one rule of a pack; see the module docstring."""
     import rewriter
 
@@ -93,7 +96,8 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
     single = dataclasses.replace(pack, rules=(rule,), builtins=())
     verdict = RuleVerdict(pack.name, rule.name)
     artifacts = Path(out) / pack.name / rule.name
-    failing: dict = {"seen": False, "since": 0.0, "attempts": 0}
+    running = artifacts / RUNNING
+    failing: dict = {"seen": False, "attempts": 0}
     reasons: Counter = Counter()     # why valid draws were left alone (a sample of them)
     # outcome per (instance, inputs): shrinking revisits instances
     outcomes: dict[bytes, str | None] = {}
@@ -105,12 +109,11 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
     @given(st.data())
     def campaign(data) -> None:
         counting = not failing["seen"]
-        if counting and time.monotonic() - began > rule_seconds:
-            verdict.stopped_early = True
-            reject()  # out of time: the remaining draws are skipped, cheaply
-        if not counting:  # shrinking: bounded by attempts (repeatable), then by time
-            if failing["attempts"] >= shrink_attempts or time.monotonic() - failing["since"] > shrink_seconds:
-                reject()
+        if time.monotonic() - began > budget_seconds:
+            verdict.stopped_early = counting
+            reject()  # out of time: the remaining draws (or shrinks) are skipped, cheaply
+        if not counting and failing["attempts"] >= shrink_attempts:
+            reject()  # shrinking is bounded by attempts (repeatable), then by the budget
         try:
             instance = draw_instance(data, rule)
         except Reject as why:
@@ -122,10 +125,13 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
         key = instance.model.SerializeToString() + inputs_seed.to_bytes(4, "little")
         if key in outcomes:
             _fail_if(outcomes[key])
-            return
+            # a draw seen already (other choices, the same model) is no new example: the
+            # budget of examples goes to distinct instances
+            reject()
         if not counting:
             failing["attempts"] += 1
-        feeds = random_feeds(instance.model, inputs_seed, ranges=instance.input_ranges)
+        feeds = random_feeds(instance.model, inputs_seed, ranges=instance.input_ranges,
+                             shapes=instance.input_shapes)
         try:
             before_outputs = run_model(instance.model, feeds)
         except Exception as why:  # onnxruntime cannot run this draw (e.g. a missing kernel)
@@ -154,10 +160,15 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
                 verdict.near_misses_refused += 1
             elif counting and sum(reasons.values()) < DIAGNOSED_DRAWS:
                 reasons[reason_key(why_not_applied(instance.model, single.rules[0]))] += 1
-            return
+            # a draw the rule does not rewrite verifies nothing: the budget of examples
+            # counts rewritten instances (hypothesis allows many such draws per example)
+            reject()
         if problem is None:
             try:
                 onnx.checker.check_model(after, full_check=True)
+                # if onnxruntime kills the process running it, the parent finds this draw
+                write_artifacts(running, instance.model, after, feeds,
+                                describe(instance.model, feeds, instance.draws, CRASHED, rule.name, reproduce))
                 after_outputs = run_model(after, feeds)
             except Exception as error:
                 problem = f"the rewritten model is invalid: {str(error).splitlines()[0]}"
@@ -174,8 +185,7 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
                     outputs = {name: (before_outputs[name], after_outputs.get(name))
                                for name in [difference.output] if name in after_outputs}
         if problem is not None:
-            if not failing["seen"]:
-                failing.update(seen=True, since=time.monotonic())
+            failing["seen"] = True
             # each failure found while shrinking is smaller than the last: the last is kept
             failing.update(problem=problem, errors=errors)
             outcomes[key] = problem
@@ -191,6 +201,7 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
         if not failing["seen"]:
             verdict.last_reject = verdict.last_reject or f"{error.__class__.__name__}: {error}"
     verdict.seconds = time.monotonic() - began
+    shutil.rmtree(running, ignore_errors=True)
     if failing["seen"]:  # decided by what was seen, however hypothesis ended
         verdict.verdict = "FAIL"
         verdict.message = str(failing["problem"]).splitlines()[0]
@@ -205,7 +216,7 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
             verdict.message = f"never applied in {verdict.draws} draws" + (f": {why}" if why else "")
     if verdict.stopped_early:
         verdict.message = (verdict.message + "; " if verdict.message else "") + \
-            f"drawing stopped after {rule_seconds:g} s"
+            f"drawing stopped at the {budget_seconds:g} s budget after {verdict.draws} draws"
     return verdict
 
 
@@ -254,8 +265,7 @@ def verify(paths: Iterable[str | Path] | None = None, rule: str | Iterable[str] 
            examples: int = DEFAULT_EXAMPLES, seed: int = 0, out: Path | str = "verify-out",
            on_rule: Callable[[RuleVerdict], None] | None = None,
            packs: Iterable[Pack] | None = None, jobs: int | None = None,
-           rule_seconds: float = RULE_SECONDS, shrink_attempts: int = SHRINK_ATTEMPTS,
-           shrink_seconds: float = SHRINK_SECONDS) -> VerifyReport:
+           budget_seconds: float = BUDGET_SECONDS, shrink_attempts: int = SHRINK_ATTEMPTS) -> VerifyReport:
     """Verify every rule of the given packs (or only the named ``rule``s); see the module
     docstring.  ``jobs``: worker processes (default: every core; 1 runs in this process).
     Verdicts come back in the packs' rule order, whichever finished first."""
@@ -273,7 +283,7 @@ def verify(paths: Iterable[str | Path] | None = None, rule: str | Iterable[str] 
     if examples < 1:
         raise RewriterError(f"--examples must be at least 1, not {examples}")
     options = dict(examples=examples, seed=seed, out=out, shrink_attempts=shrink_attempts,
-                   rule_seconds=rule_seconds, shrink_seconds=shrink_seconds)
+                   budget_seconds=budget_seconds)
     report = VerifyReport([None] * len(names))  # type: ignore[list-item]
     tasks = []
     for index, (pack, problems, name) in enumerate(names):
@@ -285,21 +295,54 @@ def verify(paths: Iterable[str | Path] | None = None, rule: str | Iterable[str] 
                 on_rule(verdict)
         else:
             tasks.append((index, pack, name))
-    workers = min(jobs or default_jobs(), len(tasks)) if tasks else 1
-    if workers <= 1:
+    if jobs == 1:  # in this process (a crash of onnxruntime ends it)
         for index, pack, name in tasks:
             report.verdicts[index] = verify_rule(pack, name, **options)
             if on_rule is not None:
                 on_rule(report.verdicts[index])
     else:
-        # spawned, not forked: this process may already hold onnxruntime's thread pools
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            futures = {pool.submit(verify_rule, pack, name, **options): index for index, pack, name in tasks}
-            from concurrent.futures import as_completed
-            for future in as_completed(futures):
-                report.verdicts[futures[future]] = future.result()
-                if on_rule is not None:
-                    on_rule(report.verdicts[futures[future]])
+        _in_workers(tasks, min(jobs or default_jobs(), len(tasks)) or 1, options, report, on_rule)
     report.seconds = time.monotonic() - began
     return report
+
+
+def _in_workers(tasks: list, workers: int, options: dict, report: VerifyReport,
+                on_rule: Callable[[RuleVerdict], None] | None) -> None:
+    """Verify ``tasks`` in worker processes.  A worker that dies (onnxruntime crashing on a
+    rewritten model) breaks the pool: the rules not finished are then verified one by one,
+    each in a process of its own, and the one that crashes again fails with the draw that
+    crashed it as its counterexample."""
+    def done(index: int, verdict: RuleVerdict) -> None:
+        report.verdicts[index] = verdict
+        if on_rule is not None:
+            on_rule(verdict)
+
+    context = multiprocessing.get_context("spawn")  # not forked: this process may hold
+    try:                                             # onnxruntime's thread pools
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = {pool.submit(verify_rule, pack, name, **options): index for index, pack, name in tasks}
+            for future in as_completed(futures):
+                done(futures[future], future.result())
+    except BrokenProcessPool:
+        for index, pack, name in tasks:
+            if report.verdicts[index] is not None:
+                continue
+            try:
+                with ProcessPoolExecutor(max_workers=1, mp_context=context) as alone:
+                    done(index, alone.submit(verify_rule, pack, name, **options).result())
+            except BrokenProcessPool:
+                done(index, _crashed(pack.name, name, Path(options["out"])))
+
+
+def _crashed(pack: str, rule: str, out: Path) -> RuleVerdict:
+    """The verdict of a rule whose campaign killed its process: the draw being run then is
+    its counterexample (kept in OUT/PACK/RULE/.running by ``verify_rule``)."""
+    artifacts = out / pack / rule
+    running = artifacts / RUNNING
+    if not running.is_dir():
+        return RuleVerdict(pack, rule, verdict="unverified",
+                           message="the campaign's process died before any rewritten draw ran")
+    for item in running.iterdir():
+        item.replace(artifacts / item.name)
+    running.rmdir()
+    return RuleVerdict(pack, rule, verdict="FAIL", message=CRASHED, artifacts=artifacts)

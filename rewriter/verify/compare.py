@@ -9,20 +9,23 @@ from onnx import helper
 
 
 def random_feeds(model: onnx.ModelProto, seed: int, dynamic_dim: int = 2,
-                 ranges: dict[str, tuple[int, int]] | None = None) -> dict[str, np.ndarray]:
+                 ranges: dict[str, tuple[int, int]] | None = None,
+                 shapes: dict[str, list[int]] | None = None) -> dict[str, np.ndarray]:
     """Random inputs for every graph input: normal floats, bools, and small non-negative
     ints (0/1 for inputs named like masks or type ids, which index 2-row tables), or ints
     in ``ranges[name]`` = [low, high) where the caller knows better (Gather indices read
-    from the end when negative)."""
+    from the end when negative).  Symbolic dims are ``dynamic_dim`` unless ``shapes``
+    gives an input's dims."""
     rng = np.random.default_rng(seed)
-    ranges = ranges or {}
+    ranges, shapes = ranges or {}, shapes or {}
     initializers = {t.name for t in model.graph.initializer}
     feeds = {}
     for vi in model.graph.input:
         if vi.name in initializers:
             continue
         tensor = vi.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") else dynamic_dim for d in tensor.shape.dim]
+        shape = shapes.get(vi.name) or [d.dim_value if d.HasField("dim_value") else dynamic_dim
+                                        for d in tensor.shape.dim]
         dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
         if np.issubdtype(dtype, np.floating):
             feeds[vi.name] = rng.standard_normal(shape).astype(dtype)

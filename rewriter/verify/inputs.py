@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+from hypothesis import strategies as st
 from onnx import TensorProto
+
+from .choices import chance, permutation, pick
 
 F = TensorProto.FLOAT
 I64 = TensorProto.INT64
@@ -29,6 +32,7 @@ class Spec:
     value: np.ndarray | None = None
     const: bool = False          # the op needs a constant here (shape, axes...)
     dim_names: list | None = None  # symbolic dims to declare (a dynamic-axes input)
+    divisor: bool = False        # integers here must not be 0 (Div's, Mod's second input)
 
 
 @dataclass
@@ -44,6 +48,8 @@ class NodeContext:
     dtype: int = F
     info: object = None          # the op's schema at the instance's opset (dsl.schemas.OpInfo)
     inputs: list[str] = field(default_factory=list)  # pattern names of the node's inputs
+    dim: Callable[[], int] = lambda: 2  # a dim size for the instance (see _Builder.dim)
+    outputs: list[str] = field(default_factory=list)  # pattern names of the node's outputs
 
     def shape(self, slot: int) -> list[int] | None:
         if slot < len(self.known) and self.known[slot] is not None:
@@ -64,10 +70,8 @@ BOOLEAN = frozenset({"And", "Or", "Xor", "Not"})
 def broadcast_partner(draw: Draw, shape: list[int]) -> list[int]:
     """A shape that broadcasts against ``shape`` without growing it (mostly), sometimes
     one that does (a near miss for rules that must check it)."""
-    from hypothesis import strategies as st
-
-    kind = draw(st.sampled_from(["same", "same", "last", "suffix", "ones", "axis", "axis", "scalar",
-                                 "grow"]))
+    kind = pick(draw, ["same", "same", "last", "suffix", "ones", "axis", "axis", "scalar",
+                                 "grow"])
     if kind == "same" or not shape:
         return list(shape)
     if kind == "last":  # a bias along the last axis, the most common addend in real models
@@ -75,14 +79,14 @@ def broadcast_partner(draw: Draw, shape: list[int]) -> list[int]:
     if kind == "suffix":
         return list(shape[draw(st.integers(0, len(shape))):])
     if kind == "ones":
-        return [d if draw(st.booleans()) else 1 for d in shape]
+        return [d if chance(draw, 2) else 1 for d in shape]
     if kind == "axis":  # varies along one axis only: [C, 1, 1] per-channel style, or another axis
         axis = draw(st.integers(0, len(shape) - 1))
         full = [1] * len(shape)
         full[axis] = shape[axis]
         return full[draw(st.integers(0, axis)):]
     if kind == "scalar":
-        return draw(st.sampled_from([[], [1]]))
+        return pick(draw, [[], [1]])
     return [2] + list(shape)  # grows the rank
 
 
@@ -109,19 +113,22 @@ def input_spec(draw: Draw, ctx: NodeContext, slot: int) -> Spec:
 def _conv(draw, ctx: NodeContext, slot: int) -> Spec | None:
     """Channels and spatial sizes come from one small pool, so they often coincide (which
     is when a per-channel check that looks at sizes only goes wrong)."""
-    from hypothesis import strategies as st
-
     group = int(ctx.attrs.get("group", 1) or 1)
     x = ctx.shape(0)
+    def counts() -> int:  # few channels, now and then counts around a vector width (NCHWc blocks)
+        if pick(draw, ["few", "few", "few", "block"]) == "few":
+            return ctx.dim()
+        return pick(draw, [4, 7, 8, 15, 16, 20, 24, 32])
+
     if slot == 0:
-        rank = draw(st.sampled_from([4, 3]))
-        channels = group * draw(st.integers(1, 3))
-        return Spec(ctx.dtype, [draw(st.integers(1, 2)), channels] + [draw(st.integers(1, 4)) for _ in range(rank - 2)])
+        rank = pick(draw, [4, 3])
+        channels = group * counts()
+        return Spec(ctx.dtype, [draw(st.integers(1, 2)), channels] + [ctx.dim() for _ in range(rank - 2)])
     if x is None:
         return None
     kernel = ctx.attrs.get("kernel_shape") or [draw(st.integers(1, min(3, d))) for d in x[2:]]
     if slot == 1:
-        out_channels = group * draw(st.integers(1, 4))
+        out_channels = group * counts()
         return Spec(ctx.dtype, [out_channels, x[1] // group] + list(kernel))
     w = ctx.shape(1)
     return Spec(ctx.dtype, [w[0] if w else x[1]])
@@ -143,43 +150,39 @@ def _layernorm(draw, ctx: NodeContext, slot: int) -> Spec | None:
 
 
 def _matmul(draw, ctx: NodeContext, slot: int) -> Spec | None:
-    from hypothesis import strategies as st
-
     a = ctx.shape(0)
     if slot == 1 and a is not None and a:
         transposed = int(ctx.attrs.get("transB", 0) or 0)
-        n = draw(st.integers(1, 5))
+        n = ctx.dim()
         tail = [n, a[-1]] if transposed else [a[-1], n]
-        if len(a) > 2 and draw(st.booleans()):
+        if len(a) > 2 and chance(draw, 2):
             return Spec(ctx.dtype, list(a[:-2]) + tail)
         return Spec(ctx.dtype, tail)
     if slot == 0:
         b = ctx.shape(1)
         if b is not None and len(b) >= 2:
-            return Spec(ctx.dtype, [draw(st.integers(1, 4)), b[-2]])
+            return Spec(ctx.dtype, [ctx.dim(), b[-2]])
         return Spec(ctx.dtype, list(ctx.main_shape) if len(ctx.main_shape) >= 2 else [2, 3])
     return None
 
 
 def _gemm(draw, ctx: NodeContext, slot: int) -> Spec | None:
-    from hypothesis import strategies as st
-
     trans_a, trans_b = int(ctx.attrs.get("transA", 0) or 0), int(ctx.attrs.get("transB", 0) or 0)
     a, b = ctx.shape(0), ctx.shape(1)
     if slot == 0:
         if b is not None and len(b) == 2:
             k = b[1] if trans_b else b[0]
-            m = draw(st.integers(1, 4))
+            m = ctx.dim()
             return Spec(ctx.dtype, [k, m] if trans_a else [m, k])
-        return Spec(ctx.dtype, [draw(st.integers(1, 4)), draw(st.integers(1, 4))])
+        return Spec(ctx.dtype, [ctx.dim(), ctx.dim()])
     if slot == 1 and a is not None and len(a) == 2:
         k = a[0] if trans_a else a[1]
-        n = draw(st.integers(1, 4))
+        n = ctx.dim()
         return Spec(ctx.dtype, [n, k] if trans_b else [k, n])
     if slot == 2 and a is not None and b is not None and len(a) == 2 and len(b) == 2:
         m = a[1] if trans_a else a[0]
         n = b[0] if trans_b else b[1]
-        return Spec(ctx.dtype, draw(st.sampled_from([[n], [1, n], [m, n], [m, 1], []])))
+        return Spec(ctx.dtype, pick(draw, [[n], [1, n], [m, n], [m, 1], []]))
     return None
 
 
@@ -190,25 +193,19 @@ def _clip(draw, ctx: NodeContext, slot: int) -> Spec | None:
 
 
 def _dropout(draw, ctx: NodeContext, slot: int) -> Spec | None:
-    from hypothesis import strategies as st
-
     if slot == 1:
-        return Spec(F, [], np.asarray(draw(st.sampled_from([0.0, 0.1, 0.5])), np.float32), const=True)
+        return Spec(F, [], np.asarray(pick(draw, [0.0, 0.1, 0.5]), np.float32), const=True)
     if slot == 2:
-        return Spec(BOOL, [], np.asarray(draw(st.booleans())), const=True)
+        return Spec(BOOL, [], np.asarray(chance(draw, 2)), const=True)
     return None
 
 
 def _axes_values(draw, rank: int, count: int) -> list[int]:
-    from hypothesis import strategies as st
-
-    axes = draw(st.permutations(list(range(rank))))[:count]
-    return [a - rank if draw(st.booleans()) else a for a in axes]
+    axes = permutation(draw, list(range(rank)))[:count]
+    return [a - rank if chance(draw, 2) else a for a in axes]
 
 
 def _slice(draw, ctx: NodeContext, slot: int) -> Spec | None:
-    from hypothesis import strategies as st
-
     x = ctx.shape(0)
     if slot == 0 or x is None or not x:
         return None
@@ -218,18 +215,16 @@ def _slice(draw, ctx: NodeContext, slot: int) -> Spec | None:
         ctx.attrs["_slice_axes"] = axes
         return Spec(I64, [len(axes)], np.asarray(axes, np.int64), const=True)
     if slot == 1:
-        return Spec(I64, [count], np.asarray([draw(st.sampled_from([0, 0, 1])) for _ in range(count)], np.int64), const=True)
+        return Spec(I64, [count], np.asarray([pick(draw, [0, 0, 1]) for _ in range(count)], np.int64), const=True)
     if slot == 2:
-        ends = [draw(st.sampled_from([np.iinfo(np.int64).max, 2**31 - 1, 100, 1, -1])) for _ in range(count)]
+        ends = [pick(draw, [np.iinfo(np.int64).max, 2**31 - 1, 100, 1, -1]) for _ in range(count)]
         return Spec(I64, [count], np.asarray(ends, np.int64), const=True)
     if slot == 4:
-        return Spec(I64, [count], np.asarray([draw(st.sampled_from([1, 1, 2])) for _ in range(count)], np.int64), const=True)
+        return Spec(I64, [count], np.asarray([pick(draw, [1, 1, 2]) for _ in range(count)], np.int64), const=True)
     return None
 
 
 def _unsqueeze(draw, ctx: NodeContext, slot: int) -> Spec | None:
-    from hypothesis import strategies as st
-
     x = ctx.shape(0)
     if slot == 1 and x is not None:
         axis = draw(st.integers(-(len(x) + 1), len(x)))
@@ -238,11 +233,9 @@ def _unsqueeze(draw, ctx: NodeContext, slot: int) -> Spec | None:
 
 
 def _expand(draw, ctx: NodeContext, slot: int) -> Spec | None:
-    from hypothesis import strategies as st
-
     x = ctx.shape(0)
     if slot == 1 and x is not None:
-        kind = draw(st.sampled_from(["ones", "same", "grow"]))
+        kind = pick(draw, ["ones", "same", "grow"])
         target = [1] * draw(st.integers(0, len(x))) if kind == "ones" else list(x) if kind == "same" \
             else [2] + [d if d != 1 else 3 for d in x]
         return Spec(I64, [len(target)], np.asarray(target, np.int64), const=True)
@@ -252,8 +245,6 @@ def _expand(draw, ctx: NodeContext, slot: int) -> Spec | None:
 def _reshape(draw, ctx: NodeContext, slot: int) -> Spec | None:
     """A target shape for x: its own (as given, with a -1, or with 0 = copy) or another of
     the same size (flattened, or with a 1 added)."""
-    from hypothesis import strategies as st
-
     x = ctx.shape(0)
     if slot != 1 or x is None:
         return None
@@ -261,14 +252,14 @@ def _reshape(draw, ctx: NodeContext, slot: int) -> Spec | None:
     choices = [own, [int(np.prod(x))], own + [1], [1] + own]
     if own:
         choices += [[-1] + own[1:], [0] + own[1:]]
-    target = draw(st.sampled_from(choices), label="reshape to")
+    if len(own) >= 2:  # the same count regrouped: the axes reversed, the last two merged
+        choices += [own[::-1], own[:-2] + [own[-2] * own[-1]]]
+    target = pick(draw, choices, label="reshape to")
     return Spec(I64, [len(target)], np.asarray(target, np.int64), const=True)
 
 
 def _gather(draw, ctx: NodeContext, slot: int) -> Spec | None:
     """Integer indices inside the gathered axis."""
-    from hypothesis import strategies as st
-
     data = ctx.shape(0)
     if slot != 1 or not data:
         return None
@@ -277,7 +268,7 @@ def _gather(draw, ctx: NodeContext, slot: int) -> Spec | None:
     if size < 1:  # nothing to gather from
         return None
     index = draw(st.integers(-size, size - 1), label="gather index")
-    shape = draw(st.sampled_from([[], [1]]), label="indices shape")
+    shape = pick(draw, [[], [1]], label="indices shape")
     return Spec(I64, shape, np.full(shape, index, np.int64), const=True)
 
 
@@ -330,7 +321,9 @@ def attribute_candidates(op: str, name: str, rank: int) -> list | None:
         "to": [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64],
         "axis": list(range(-rank, rank)) if rank else [0],
         "keepdims": [0, 1],
-        "axes": [[-1], [rank - 1], [0]] + ([[1]] if rank > 2 else []) if rank else None,
+        # the last axis mostly (what normalizations reduce), any other now and then
+        "axes": [[-1]] * 3 + [[rank - 1]] * 2 + [[a] for a in range(rank - 1)] + [[a - rank] for a in range(rank - 1)]
+        if rank else None,
         "min": [-1.0, 0.5], "max": [1.0, 6.0],
         "perm": [list(range(rank)), list(range(rank))[::-1],
                  list(range(rank - 2)) + [rank - 1, rank - 2]] if rank >= 2 else None,

@@ -10,6 +10,7 @@ validated by onnx's checker (with shape inference); an invalid draw raises ``Rej
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,11 +19,12 @@ from hypothesis import strategies as st
 from onnx import TensorProto, TypeProto, helper, numpy_helper, shape_inference
 
 from ..dsl import ast as A
-from ..dsl.schemas import find_schema, normalize_domain
+from ..dsl.schemas import find_schema, latest_opset, normalize_domain
 from ..expr.dtypes import DTYPES
+from .choices import chance, permutation, pick
 from .inputs import NodeContext, Spec, attribute_candidates, input_spec
-from .variety import (FLOATS, element_types, mask_inputs, own_float_types, rank_hints, special_values,
-                      unmentioned_attribute_values)
+from .variety import (FLOATS, element_types, mask_inputs, opset_range, own_float_types, rank_hints,
+                      special_values, unmentioned_attribute_values)
 
 DEFAULT_OPSET = 17
 NEAR_MISSES = ("intermediate-output", "extra-consumer", "input-not-constant", "literal-off", "shape-off")
@@ -39,6 +41,8 @@ class Instance:
     draws: list[str] = field(default_factory=list)   # what was drawn, for the report
     # integer graph inputs and the [low, high) their run-time values come from
     input_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # every graph input's dims at run time (declared symbolic, some of them)
+    input_shapes: dict[str, list[int]] = field(default_factory=dict)
 
 
 def _where_calls(rule: A.Rule) -> list[A.Call]:
@@ -79,6 +83,52 @@ def const_required(rule: A.Rule) -> set[str]:
 
 def _looks_at_consumers(rule: A.Rule) -> bool:
     return bool(_consumer_checked(rule))
+
+
+def _eliminates(rule: A.Rule) -> bool:
+    """Whether the replacement makes a pattern value another one (``y = x``)."""
+    return any(isinstance(eq.value, A.Name) for eq in rule.replacement)
+
+
+def _wanted_by_wheres(rule: A.Rule) -> tuple[set[str], set[str], float]:
+    """What the rule's top-level ``where`` conjuncts ask: optional inputs wanted absent
+    (``absent(b)``) and present (``present(b)``), and how often a value whose readers the
+    rule looks at should be shared (1/4 when it wants it private, ``single_use(s)``; 3/4
+    when it wants it shared, ``not single_use(s)``, ``consumers(x) > 2 or is_output(x)``)."""
+    absent: set[str] = set()
+    present: set[str] = set()
+    sharing = 0.5
+    for where in rule.wheres:
+        for conjunct in A.conjuncts(where.expr):
+            negated = isinstance(conjunct, A.Unary) and conjunct.op == "not"
+            inner = conjunct.operand if negated else conjunct
+            if isinstance(inner, A.Call) and inner.func in ("absent", "present"):
+                names = {a.id for a in inner.args if isinstance(a, A.Name)}
+                (absent if (inner.func == "absent") != negated else present).update(names)
+                continue
+            wants = _wants_shared(inner)
+            if wants is not None:
+                sharing = 0.75 if wants != negated else 0.25
+    return absent, present, sharing
+
+
+def _wants_shared(expr: A.Expr) -> bool | None:
+    """Whether a constraint holds for a value read elsewhere too (True) or only for a
+    private one (False); None when it says nothing about readers."""
+    if isinstance(expr, A.Call) and expr.func in ("single_use", "is_output"):
+        return expr.func == "is_output"
+    if isinstance(expr, A.Unary) and expr.op == "not":
+        inner = _wants_shared(expr.operand)
+        return None if inner is None else not inner
+    if isinstance(expr, A.Compare) and len(expr.ops) == 1 and any(
+            isinstance(o, A.Call) and o.func == "consumers" for o in expr.operands):
+        op = expr.ops[0] if isinstance(expr.operands[0], A.Call) else \
+            {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(expr.ops[0], expr.ops[0])
+        return op in (">", ">=")
+    if isinstance(expr, A.BoolOp):
+        votes = [v for v in (_wants_shared(x) for x in expr.values) if v is not None]
+        return (any(votes) if expr.op == "or" else all(votes)) if votes else None
+    return None
 
 
 def _consumer_checked(rule: A.Rule) -> set[str]:
@@ -146,29 +196,59 @@ class _Builder:
         self.const_names = const_required(rule)
         self.seed = self.draw(st.integers(0, 2**16), label="values seed")
         self.rng = np.random.default_rng(self.seed)
-        # about one draw in four is a near miss; for rules that look at consumers, more
-        kinds = [None] * (6 if _looks_at_consumers(rule) else 12) + list(NEAR_MISSES)
-        self.near_miss = self.draw(st.sampled_from(kinds), label="near miss")
+        # about one draw in four is a near miss
+        kinds = [None] * 12 + list(NEAR_MISSES)
+        self.near_miss = pick(self.draw, kinds, label="near miss")
         examples = list(rule.examples)
-        self.example = self.draw(st.sampled_from([*examples, None]), label="example") if examples else None
+        self.example = pick(self.draw, [*examples, None], label="example") if examples else None
         self.symbols: dict[str, int] = {}
         self.hints: dict[str, A.Example] = {}
         if self.example is not None:
             self.hints = {item.name: item for item in self.example.items if item.name}
-        self.opset = (self.example.opset if self.example is not None and self.example.opset else DEFAULT_OPSET)
-        self.wrap_inputs = self.draw(st.booleans(), label="prologue")
-        self.wrap_outputs = self.draw(st.booleans(), label="epilogue")
-        rank = self.draw(st.sampled_from([1, 2, 3, 4, 0, 5]), label="main rank")  # rank 0 and 5 too
-        self.main_shape = [self.draw(st.integers(1, 4), label="dim") for _ in range(rank)]
+        if self.example is not None and self.example.opset:
+            self.opset = self.example.opset
+        else:  # the opset the rule's wheres ask for (17 when they allow it)
+            low, high = opset_range(rule)
+            self.opset = min(max(DEFAULT_OPSET, low), high, latest_opset(""))
+        self.wrap_inputs = self.chance(2, "prologue")
+        self.wrap_outputs = self.chance(2, "epilogue")
+        if _eliminates(rule) and not (self.wrap_inputs or self.wrap_outputs):
+            # an elimination between a graph input and a graph output is refused (the
+            # output must keep its name): a draw in eight tries that, the rest can apply
+            self.wrap_outputs = not self.chance(8, "bare elimination")
+        rank = pick(self.draw, [1, 2, 3, 4, 0, 5], label="main rank")  # rank 0 and 5 too
+        # the instance's dims come mostly from a pool of two sizes, so they often coincide:
+        # a bias broadcast along the wrong axis, a transposition of the wrong axes, is
+        # then silently wrong instead of refused for its shape
+        self.dim_pool = [self.draw(st.integers(1, 4), label="pooled dim") for _ in range(2)]
+        self.main_shape = [self.dim() for _ in range(rank)]
         # any element type every op of the pattern takes (onnxruntime refusing a draw, a
         # type without a kernel, just discards it)
-        self.dtype = self.draw(st.sampled_from(element_types(rule, self.opset)), label="element type")
+        self.dtype = pick(self.draw, element_types(rule, self.opset), label="element type")
         self.masks = mask_inputs(rule, self.const_names)
+        self.spread = A.spread_names(rule)
+        self.wanted_absent, self.wanted_present, self.sharing = _wanted_by_wheres(rule)
+        self.input_shapes: dict[str, list[int]] = {}
+        # one instance in five declares its inputs' dims symbolically (dynamic axes); one in
+        # four sets an attribute the pattern does not mention off its default, one in four
+        # gives a hinted input another rank or a broadcasting shape
+        self.dynamic = self.chance(5, "dynamic dims")
+        self.vary_unmentioned = self.chance(4, "vary an attribute")
+        self.vary_hinted = self.chance(4, "vary a hinted shape")
         self.ranks = rank_hints(rule)
         self.rank_decided: dict[str, int | None] = {}
         self.input_ranges: dict[str, tuple[int, int]] = {}
 
     # ------------------------------------------------------------------- values
+    def dim(self) -> int:
+        """A dim size: one of the instance's pool three times in four, else any of 1..4."""
+        if self.chance(4, "fresh dim"):
+            return self.draw(st.integers(1, 4), label="dim")
+        return pick(self.draw, self.dim_pool, "dim")
+
+    def chance(self, one_in: float, label: str) -> bool:
+        return chance(self.draw, one_in, label)
+
     def fresh(self, base: str) -> str:
         """A graph name for a pattern name (temporaries ``$1`` become ``t1``), unique."""
         name = "t" + base[1:] if base.startswith("$") else base
@@ -186,41 +266,55 @@ class _Builder:
             else:
                 if d not in self.symbols:
                     # small, or now and then a multiple of a vector width (channel blocks)
-                    small = st.integers(1, 4)
-                    self.symbols[d] = self.draw(st.one_of(small, small, small, st.sampled_from([8, 16, 24, 32])),
-                                                label=f"dim {d}")
+                    self.symbols[d] = self.dim() \
+                        if not self.chance(4, f"dim {d} a block") else pick(self.draw, [8, 16, 24, 32], f"dim {d}")
                 out.append(self.symbols[d])
         return out
 
-    def _random(self, dtype: int, shape: list[int]) -> np.ndarray:
+    def _random(self, dtype: int, shape: list[int], divisor: bool = False) -> np.ndarray:
+        """Random contents: normal floats at a drawn scale (for double also large ones,
+        where a computation done in float32 shows), bools, small ints (never 0 for a
+        divisor, negative ones too)."""
         np_dtype = helper.tensor_dtype_to_np_dtype(dtype)
         if np.issubdtype(np_dtype, np.floating):
-            scale = self.draw(st.sampled_from([1.0, 0.5, 3.0]), label="value scale")
+            scales = [1.0, 0.5, 3.0] + ([1e4] if np_dtype == np.float64 else [])
+            scale = pick(self.draw, scales, label="value scale")
             return (self.rng.standard_normal(shape) * scale).astype(np_dtype)
         if np_dtype == np.bool_:
             return self.rng.integers(0, 2, shape).astype(bool)
+        if divisor:
+            values = self.rng.integers(1, 5, shape)
+            return (values * np.where(self.rng.integers(0, 2, shape) == 1, 1, -1)).astype(np_dtype) \
+                if np.issubdtype(np_dtype, np.signedinteger) else values.astype(np_dtype)
         return self.rng.integers(0, 4, shape).astype(np_dtype)
 
     def _maybe_special(self, name: str | None, array: np.ndarray) -> np.ndarray:
-        """A mask-like constant now and then holds infinities, NaN or extreme values (some
-        of its elements, or all of them)."""
-        if name not in self.masks or array.dtype.kind != "f" or not self.draw(st.integers(0, 3), label="special") == 0:
+        """A mask-like constant now and then holds infinities, NaN or extreme values (masks
+        are mostly -inf or the type's minimum): everywhere, along whole rows (a fully
+        masked query), or in some elements."""
+        if name not in self.masks or array.dtype.kind != "f" or not self.chance(3, "special"):
             return array
         dtype = helper.np_dtype_to_tensor_dtype(array.dtype)
-        value = self.draw(st.sampled_from(special_values(dtype)), label="special value")
+        low, high = special_values(dtype)[3], special_values(dtype)[4]
+        value = pick(self.draw, [float("-inf"), float("-inf"), low, float("nan"), float("inf"), high],
+                     label="special value")
         array = np.array(array, copy=True)
-        if array.size <= 1 or self.draw(st.booleans(), label="special everywhere"):
+        where = pick(self.draw, ["everywhere", "rows", "some"], label="special where")
+        if array.size <= 1 or where == "everywhere":
             array[...] = value
+        elif where == "rows" and array.ndim >= 1:
+            rows = self.rng.integers(0, 2, array.shape[:-1] + (1,)).astype(bool)
+            array[np.broadcast_to(rows, array.shape)] = value
         else:
             array[self.rng.integers(0, 2, array.shape).astype(bool)] = value
-        self.draws.append(f"{name}: holds {value}")
+        self.draws.append(f"{name}: holds {value} ({where})")
         return array
 
     def add_value(self, name: str, spec: Spec, constant: bool) -> str:
         value_name = self.fresh(name)
         if constant:
             array = spec.value if spec.value is not None else \
-                self._maybe_special(name, self._random(spec.dtype, spec.shape))
+                self._maybe_special(name, self._random(spec.dtype, spec.shape, spec.divisor))
             self.inits.append(numpy_helper.from_array(np.asarray(array), value_name))
             self.types[value_name] = helper.make_tensor_type_proto(
                 helper.np_dtype_to_tensor_dtype(np.asarray(array).dtype), list(np.asarray(array).shape))
@@ -229,10 +323,17 @@ class _Builder:
             graph_input = value_name
             if self.wrap_inputs:  # a prologue: the value is computed, not a graph input
                 graph_input = self.fresh(f"{value_name}_in")
-            declared = spec.shape if spec.dim_names is None else \
-                [n if isinstance(n, str) else d for n, d in zip(spec.dim_names, spec.shape)]
+            if spec.dim_names is not None:
+                declared = [n if isinstance(n, str) else d for n, d in zip(spec.dim_names, spec.shape)]
+            elif self.dynamic:  # dims unknown until run time: shape changes get past inference
+                declared = [d if d == 1 else f"n{d}" for d in spec.shape]  # equal sizes, one name
+            else:
+                declared = spec.shape
             vi = helper.make_tensor_value_info(graph_input, spec.dtype, declared)
             self.inputs.append(vi)
+            self.input_shapes[graph_input] = list(spec.shape)
+            if spec.divisor and np.issubdtype(helper.tensor_dtype_to_np_dtype(spec.dtype), np.integer):
+                self.input_ranges[graph_input] = (1, 5)
             self.types[graph_input] = vi.type
             self.draws.append(f"{graph_input}: input {helper.tensor_dtype_to_string(spec.dtype)}{spec.shape}")
             if self.wrap_inputs:
@@ -252,6 +353,9 @@ class _Builder:
             self.infer(node)
             self.draws.append(f"{value} = Shape({shape_of})")
             return value
+        if hint is not None and hint.value is not None and self.vary_hinted and self.chance(2, f"vary {name}"):
+            self.vary_hinted = False  # the hinted value replaced by one op knowledge draws
+            hint = None
         if hint is not None and hint.value is not None:
             value = np.asarray(_const_value(hint.value))
             if value.dtype == np.float64:
@@ -266,25 +370,29 @@ class _Builder:
             dtype = DTYPES[hint.dtype] if hint.dtype else ctx.dtype
             dims = self._dims(hint.dims)
             if self.near_miss == "shape-off" and len(dims) > 1:  # the hint's dims, moved around
-                dims = list(self.draw(st.permutations(dims), label="shape off"))
-            spec = Spec(dtype, dims, dim_names=list(hint.dims) if name in self._dynamic_inputs() else None)
+                dims = list(permutation(self.draw, dims, label="shape off"))
+            dynamic = name in self._dynamic_inputs()
+            if not dynamic:
+                dims = self._vary_hinted(dims, ctx, slot)
+            spec = Spec(dtype, dims, dim_names=list(hint.dims) if dynamic else None)
         else:
             spec = input_spec(self.draw, ctx, slot)
             wanted = self.hinted_rank(name)
             if wanted is not None and len(spec.shape) != wanted and spec.value is None and not spec.const:
                 dims = list(spec.shape)[-wanted:] if wanted else []
-                dims = [self.draw(st.integers(1, 4), label="dim") for _ in range(wanted - len(dims))] + dims
-                spec = Spec(spec.dtype, dims, None, spec.const, None)
+                dims = [self.dim() for _ in range(wanted - len(dims))] + dims
+                spec = dataclasses.replace(spec, shape=dims, dim_names=None)
+        if ctx.op in ("Div", "Mod") and slot == 1 and not ctx.domain:
+            spec = dataclasses.replace(spec, divisor=True)
         own = own_float_types(ctx.info, slot, spec.dtype) if spec.value is None else []
-        if own and self.draw(st.integers(0, 2), label="own precision") == 0:
-            spec = Spec(self.draw(st.sampled_from(own), label="mixed precision"), spec.shape,
-                        None, spec.const, spec.dim_names)
+        if own and self.chance(3, "own precision"):
+            spec = dataclasses.replace(spec, dtype=pick(self.draw, own, label="mixed precision"))
         if spec.const or (spec.value is not None):
             constant = True
         elif name in self.const_names:
-            constant = self.near_miss != "input-not-constant" or not self.draw(st.booleans(), label="drop const")
+            constant = self.near_miss != "input-not-constant" or not self.chance(2, "drop const")
         else:
-            constant = self.draw(st.sampled_from([False, False, False, True]), label="as initializer")
+            constant = pick(self.draw, [False, False, False, True], label="as initializer")
         value = self.add_value(name or "any", spec, constant)
         if not constant and ctx.op == "Gather" and slot == 1 and ctx.shape(0):
             axis = int(ctx.attrs.get("axis", 0) or 0)
@@ -292,13 +400,19 @@ class _Builder:
             self.input_ranges[self._graph_input(value)] = (-size, size)  # Gather reads negatives from the end
         return value
 
+    def optional_present(self, name: str) -> bool:
+        """Whether an optional input is given: mostly as the rule's wheres want it
+        (``absent(b)``), else half the time."""
+        one_in = 8 if name in self.wanted_absent else 8 / 7 if name in self.wanted_present else 2
+        return self.chance(one_in, f"{name} present")
+
     def hinted_rank(self, name: str | None) -> int | None:
         """The rank a ``where`` asks of ``name`` (see variety.rank_hints), decided once per
         name: kept three draws in four (the fourth tries the rule with another rank)."""
         if name is None or name not in self.ranks:
             return None
         if name not in self.rank_decided:
-            keep = self.draw(st.integers(0, 3), label=f"rank hint {name}") > 0
+            keep = not self.chance(4, f"rank hint {name} off")
             self.rank_decided[name] = self.ranks[name] if keep else None
         return self.rank_decided[name]
 
@@ -308,6 +422,29 @@ class _Builder:
             if node.op_type == "Identity" and node.output[0] == value and node.name.startswith("prologue"):
                 return node.input[0]
         return value
+
+    def _vary_hinted(self, dims: list[int], ctx: NodeContext, slot: int) -> list[int]:
+        """A hinted shape, now and then with a leading axis more or less, one dim another
+        size (a channel count off the block, say), or (an operand of a broadcasting op) as a
+        partner that broadcasts against the other operand: what the example shows is one
+        case of the rule, not all it claims."""
+        from .inputs import BROADCASTING, broadcast_partner
+
+        if not self.vary_hinted or not self.chance(2, "vary this hinted shape"):
+            return dims
+        self.vary_hinted = False  # (one hinted input per instance)
+        vary = pick(self.draw, ["fewer axes", "more axes", "resized", "broadcast"], label="vary hinted shape")
+        other = next((k for i, k in enumerate(ctx.known) if i != slot and k is not None), None)
+        if vary == "fewer axes" and len(dims) > 1:
+            return dims[1:]
+        if vary == "more axes" and len(dims) < 5:
+            return [2] + dims
+        if vary == "resized" and dims:
+            axis = self.draw(st.integers(0, len(dims) - 1), label="resized axis")
+            return dims[:axis] + [pick(self.draw, [1, 2, 3, 5, 8, 12, 16, 20, 24, 32], "new size")] + dims[axis + 1:]
+        if vary == "broadcast" and ctx.op in BROADCASTING and not ctx.domain and other is not None:
+            return broadcast_partner(self.draw, list(other[1]))
+        return dims
 
     def _shape_hint(self, hint) -> str | None:
         """The graph value a hint ``s = shape(x)`` reads, once x is drawn."""
@@ -328,13 +465,13 @@ class _Builder:
     def literal(self, lit: A.Literal, ctx: NodeContext, bind: str | None) -> str:
         value = float(lit.value) if not isinstance(lit.value, bool) else lit.value
         if lit.approx:
-            value *= 1 + self.draw(st.sampled_from([0.0, 1e-7, -1e-6, 3e-5]), label="approx offset")
-        if self.near_miss == "literal-off" and self.draw(st.booleans(), label="move literal"):
+            value *= 1 + pick(self.draw, [0.0, 1e-7, -1e-6, 3e-5], label="approx offset")
+        if self.near_miss == "literal-off" and self.chance(2, "move literal"):
             value = value + 0.25 if not isinstance(value, bool) else not value
         # typed like a numeric partner (Where's bool condition is not one)
         partner = next((k for k in ctx.known if k is not None and k[0] != TensorProto.BOOL), None)
         dtype = TensorProto.BOOL if isinstance(value, bool) else (partner[0] if partner else ctx.dtype)
-        shape = self.draw(st.sampled_from([[], [1]]), label="literal shape")
+        shape = pick(self.draw, [[], [1]], label="literal shape")
         array = np.full(shape, value, dtype=helper.tensor_dtype_to_np_dtype(dtype))
         return self.add_value(bind or "lit", Spec(dtype, shape, array), True)
 
@@ -349,22 +486,24 @@ class _Builder:
             expr = pattern.value
             if isinstance(expr, A.Name) and expr.id not in DTYPES:
                 hint = self.hints.get(expr.id)
+                candidates = attribute_candidates(alt.op, pattern.name, rank)
                 if expr.id in self.captures:
                     value = self.captures[expr.id]
-                elif hint is not None and hint.value is not None:
+                elif hint is not None and hint.value is not None and not (
+                        candidates and self.vary_hinted and self.chance(2, f"vary {expr.id}")):
                     value = _const_value(hint.value)
                 elif pattern.name == "perm":
                     # the identity (eliminations look for it), the default (reversal), or
                     # any permutation (of rank 3 to 5, most do not commute)
                     axes = list(range(rank))
-                    kind = self.draw(st.sampled_from(["identity", "default", "any", "any"]), label="perm kind")
+                    kind = pick(self.draw, ["identity", "default", "any", "any"], label="perm kind")
                     value = None if kind == "default" or not axes else axes if kind == "identity" else \
-                        list(self.draw(st.permutations(axes), label="perm"))
+                        list(permutation(self.draw, axes, label="perm"))
                 else:
                     candidates = attribute_candidates(alt.op, pattern.name, rank)
                     has_default = info is None or info.attributes[pattern.name][1] is not None
                     options = ([None] if has_default else []) + list(candidates or [])
-                    value = self.draw(st.sampled_from(options), label=f"attr {pattern.name}") if options else None
+                    value = pick(self.draw, options, label=f"attr {pattern.name}") if options else None
                 self.captures[expr.id] = value
             else:
                 try:
@@ -372,22 +511,36 @@ class _Builder:
                 except Exception:
                     continue
                 candidates = attribute_candidates(alt.op, pattern.name, rank)
-                if candidates and self.near_miss and self.draw(st.booleans(), label="attr off"):
-                    value = self.draw(st.sampled_from(candidates), label=f"attr {pattern.name} off")
+                if candidates and self.near_miss and self.chance(2, "attr off"):
+                    value = pick(self.draw, candidates, label=f"attr {pattern.name} off")
             if value is not None:
                 attrs[pattern.name] = value
         return attrs
 
     def unmentioned_attribute(self, alt: A.OpPattern, ctx: NodeContext, inputs: list[str]) -> None:
-        """Now and then an attribute the pattern does not mention, off its default (drawn
-        once the inputs are, so spatial attributes fit their rank): the engine must refuse
-        the match, or the replacement must keep its meaning."""
+        """Now and then an attribute the pattern does not mention, off its default, and often
+        one it says any value of (``{name: _}``): drawn once the inputs are, so spatial
+        attributes fit their rank.  The engine must refuse the match, or the replacement
+        must keep its meaning."""
         first = self.known(inputs[0]) if inputs else None
         rank = len(first[1]) if first else len(self.main_shape)
-        others = unmentioned_attribute_values(ctx.info, alt, rank)
-        if others and self.draw(st.integers(0, 2), label="unmentioned attribute") == 0:
-            name = self.draw(st.sampled_from(sorted(others)), label="which attribute")
-            ctx.attrs[name] = self.draw(st.sampled_from(others[name]), label=f"attr {name}")
+        channels = first[1][1] if first and len(first[1]) > 1 else None
+        others = unmentioned_attribute_values(ctx.info, alt, rank, channels)
+        for pattern in alt.attrs:
+            if pattern.any_value and others.get(pattern.name):
+                required = ctx.info is not None and pattern.name in ctx.info.attributes and \
+                    ctx.info.attributes[pattern.name][1] is None and pattern.name not in ctx.attrs
+                if required or self.chance(2, f"vary {pattern.name}"):
+                    ctx.attrs[pattern.name] = pick(self.draw, others[pattern.name],
+                                                        label=f"attr {pattern.name}")
+        unmentioned = sorted(n for n in others if n not in {a.name for a in alt.attrs})
+        # a node whose attributes the replacement copies ({...c}) claims to keep the meaning
+        # of every value: vary one half the time; elsewhere one per instance, now and then
+        spread = self.spread & set(ctx.outputs)
+        if unmentioned and (spread or self.vary_unmentioned) and self.chance(2, "unmentioned attribute"):
+            self.vary_unmentioned = False  # (one per instance: the others stay at their defaults)
+            name = pick(self.draw, unmentioned, label="which attribute")
+            ctx.attrs[name] = pick(self.draw, others[name], label=f"attr {name}")
 
     # --------------------------------------------------------------------- nodes
     def known(self, value: str | None) -> tuple[int, list[int]] | None:
@@ -412,7 +565,7 @@ class _Builder:
         return valid or list(eq.alternatives)
 
     def add_node(self, eq: A.Equation) -> None:
-        alt = self.draw(st.sampled_from(self._valid_alternatives(eq)), label="alternative")
+        alt = pick(self.draw, self._valid_alternatives(eq), label="alternative")
         domain = normalize_domain(alt.domain)
         if domain:
             self.domains.add(domain)
@@ -421,7 +574,7 @@ class _Builder:
         hinted = None if first_known else self.hinted_rank(getattr(first, "name", None))
         rank = len(first_known[1]) if first_known else hinted if hinted is not None else len(self.main_shape)
         ctx = NodeContext(alt.op, domain, self.opset, [], {}, self.main_shape, self.dtype,
-                          find_schema(domain, alt.op, self.opset))
+                          find_schema(domain, alt.op, self.opset), dim=self.dim, outputs=list(eq.out_names))
         ctx.attrs = self.attributes(alt, ctx, rank)
         inputs: list[str] = []
         for slot, arg in enumerate(alt.args):
@@ -433,7 +586,7 @@ class _Builder:
             if isinstance(arg, A.VarArg):
                 if arg.name in self.values:
                     inputs.append(self.values[arg.name])
-                elif arg.optional and not self.draw(st.booleans(), label=f"{arg.name} present"):
+                elif arg.optional and not self.optional_present(arg.name):
                     self.values[arg.name] = ""
                     inputs.append("")
                 else:
@@ -529,15 +682,15 @@ def _draw_instance(data, rule: A.Rule) -> Instance:
     intermediates = [o for o in produced if o in consumed and o in builder.pattern_outputs]
     checked = [builder.values[n] for n in _consumer_checked(builder.rule) if builder.values.get(n) in intermediates]
     sharing = builder.near_miss if builder.near_miss in ("intermediate-output", "extra-consumer") else None
-    if checked and builder.draw(st.booleans(), label="share a checked value"):
+    if checked and builder.chance(1 / builder.sharing, "share a checked value"):
         # a rule that looks at a value's readers is about both cases (a fusion for a
         # private sum, another for a shared one): half the draws share such a value
         intermediates = checked
-        sharing = builder.draw(st.sampled_from(["intermediate-output", "extra-consumer"]), label="how shared")
+        sharing = pick(builder.draw, ["intermediate-output", "extra-consumer"], label="how shared")
     if sharing == "intermediate-output" and intermediates:
-        outputs.append(builder.draw(st.sampled_from(intermediates), label="exposed"))
+        outputs.append(pick(builder.draw, intermediates, label="exposed"))
     elif sharing == "extra-consumer" and intermediates:
-        target = builder.draw(st.sampled_from(intermediates), label="extra consumer of")
+        target = pick(builder.draw, intermediates, label="extra consumer of")
         extra = helper.make_node("Identity", [target], [f"{target}_extra"], name="extra")
         builder.nodes.append(extra)
         builder.infer(extra)
@@ -559,4 +712,4 @@ def _draw_instance(data, rule: A.Rule) -> Instance:
         onnx.checker.check_model(model, full_check=True)
     except Exception as err:
         raise Reject(f"invalid model: {str(err).splitlines()[0][:200]}") from None
-    return Instance(model, builder.near_miss, builder.draws, builder.input_ranges)
+    return Instance(model, builder.near_miss, builder.draws, builder.input_ranges, builder.input_shapes)

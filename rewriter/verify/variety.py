@@ -13,7 +13,7 @@ that draws only what the pattern names never reaches them.  So instances also va
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto
+from onnx import AttributeProto, TensorProto
 
 from ..dsl import ast as A
 from ..dsl.schemas import OpInfo, find_schema, normalize_domain
@@ -87,14 +87,18 @@ def own_float_types(info: OpInfo | None, slot: int, main: int) -> list[int]:
     return [t for t in FLOATS if t != main and _TYPE_NAMES[t] in allowed]
 
 
-def unmentioned_attribute_values(info: OpInfo | None, alt: A.OpPattern, rank: int) -> dict[str, list]:
-    """For each attribute of the op the pattern does not mention: values other than its
+def unmentioned_attribute_values(info: OpInfo | None, alt: A.OpPattern, rank: int,
+                                 channels: int | None = None) -> dict[str, list]:
+    """For each attribute of the op the pattern does not mention, or mentions as ``_`` (any
+    value: where a careless author's unchecked attribute ends up): values other than its
     default worth drawing (only attributes whose meaning is known here: a value the
-    instance's shapes can take)."""
+    instance's shapes can take; ``channels``, the first input's channel dim, sizes a
+    ``channels`` attribute)."""
     if info is None:
         return {}
-    mentioned = {a.name for a in alt.attrs}
+    mentioned = {a.name for a in alt.attrs if not a.any_value}
     spatial = max(rank - 2, 1)
+    axes = list(range(rank))
     table = {
         "strides": [[2] * spatial], "dilations": [[2] * spatial], "pads": [[1] * (2 * spatial)],
         "ceil_mode": [1], "count_include_pad": [1], "alpha": [0.3, 2.0], "beta": [0.5, 2.0],
@@ -104,13 +108,29 @@ def unmentioned_attribute_values(info: OpInfo | None, alt: A.OpPattern, rank: in
         "training_mode": [1], "spatial": [0], "seed": [3.0], "scale": [0.5], "min": [-0.5],
         "max": [0.5], "axis": [a for a in (0, 1, -2) if -rank <= a < rank] if rank else [],
         "stash_type": [0], "to": [TensorProto.DOUBLE], "saturate": [0], "largest": [0],
+        "perm": [axes, axes[::-1], axes[1:] + axes[:1]] if rank >= 2 else [],
+        "channels": [c for c in {channels, (channels or 0) - 4, (channels or 0) - 1} if c and c > 0],
     }
     found = {}
-    for name in info.attributes:
+    for name, (kind, _) in info.attributes.items():
         if name in mentioned or name not in table or not table[name]:
             continue
-        found[name] = table[name]
-    return found
+        values = [_as_kind(v, kind) for v in table[name]]
+        found[name] = [v for v in values if v is not None]
+    return {name: values for name, values in found.items() if values}
+
+
+def _as_kind(value, kind: int):
+    """A table value as the attribute type the schema declares (None when it cannot be)."""
+    if kind == AttributeProto.INT and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(value)
+    if kind == AttributeProto.FLOAT and isinstance(value, (int, float)):
+        return float(value)
+    if kind == AttributeProto.STRING:
+        return value if isinstance(value, str) else None
+    if kind in (AttributeProto.INTS, AttributeProto.FLOATS):
+        return value if isinstance(value, list) else None
+    return value if not isinstance(value, (list, str)) else None
 
 
 def special_values(dtype: int) -> list[float]:
@@ -152,7 +172,8 @@ def rank_hints(rule: A.Rule) -> dict[str, int]:
             if isinstance(right, A.Call):
                 left, right = right, left
             if isinstance(left, A.Call) and left.func == "rank" and len(left.args) == 1 \
-                    and isinstance(left.args[0], A.Name) and isinstance(right, A.Num):
+                    and isinstance(left.args[0], A.Name) and isinstance(right, A.Num) \
+                    and 0 <= right.value <= 6:  # (a rank no instance can have is no hint)
                 hints.setdefault(left.args[0].id, int(right.value))
     for eq in rule.equations:
         for alt in eq.alternatives:
@@ -170,3 +191,28 @@ def rank_hints(rule: A.Rule) -> dict[str, int]:
                     if known:
                         hints.setdefault(alt.args[0].name, known[0])
     return hints
+
+
+def opset_range(rule: A.Rule) -> tuple[int, int]:
+    """The opsets the rule's ``where`` clauses allow (``opset() >= 23``, ``opset() < 10``):
+    draws without an ``example opset`` are made in that range."""
+    low, high = 1, 10**6
+    for where in rule.wheres:
+        for conjunct in A.conjuncts(where.expr):
+            if not (isinstance(conjunct, A.Compare) and len(conjunct.ops) == 1):
+                continue
+            left, right = conjunct.operands
+            if isinstance(left, A.Call) and left.func == "opset" and not left.args and isinstance(right, A.Num):
+                bound = int(right.value)
+                op = conjunct.ops[0]
+                if op == ">=":
+                    low = max(low, bound)
+                elif op == ">":
+                    low = max(low, bound + 1)
+                elif op == "<":
+                    high = min(high, bound - 1)
+                elif op == "<=":
+                    high = min(high, bound)
+                elif op == "==":
+                    low, high = max(low, bound), min(high, bound)
+    return low, high

@@ -1,0 +1,42 @@
+"""Choices drawn with hypothesis that replay the same in every process.
+
+Hypothesis labels a ``sampled_from`` draw with the hash of its elements — of strings
+(salted per process), of objects (their ids) — and its mutations of earlier draws go by
+those labels: the same ``--seed`` then gave other draws in another process, or after an
+unrelated import.  Drawing an index with ``st.integers`` has a label of its own class
+only; it shrinks to the first option, as ``sampled_from`` does.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence, TypeVar
+
+from hypothesis import strategies as st
+
+T = TypeVar("T")
+
+
+_STEPS = 1000  # a wide range: hypothesis's extra weight on its smallest value is one step
+
+
+def pick(draw: Callable, options: Sequence[T], label: str | None = None) -> T:
+    """One of ``options``, about uniformly (a narrow ``st.integers`` range would favour the
+    first by far: hypothesis draws its minimum often); shrinks toward the first."""
+    options = list(options)
+    return options[draw(st.integers(0, _STEPS - 1), label=label) * len(options) // _STEPS]
+
+
+def permutation(draw: Callable, items: Sequence[T], label: str | None = None) -> list[T]:
+    """``items`` in a drawn order (shrinks toward the order given)."""
+    left, order = list(items), []
+    while left:
+        order.append(left.pop(draw(st.integers(0, _STEPS - 1), label=label) * len(left) // _STEPS))
+    return order
+
+
+def chance(draw: Callable, one_in: float, label: str | None = None) -> bool:
+    """True about once in ``one_in`` draws.  Hypothesis favours the smallest values of a
+    range (``st.booleans()`` mostly gives False), and shrinks toward them, so the rare
+    outcome is a window in the middle of a wide range: rare things are as rare as asked,
+    and shrinking takes them away unless a failure needs them."""
+    value = draw(st.integers(0, _STEPS - 1), label=label)
+    return (value - _STEPS // 3) % _STEPS < round(_STEPS / one_in)
