@@ -26,6 +26,7 @@ from .dsl import Pack, load_pack
 from .errors import ModelError, RewriterError
 from .graph.model import FunctionState, ModelState, op_histogram
 from .graph.model_io import load_model
+from .graph.wire import ModelParts
 from .resources import bundled_pack_paths
 from .partition import PartitionReport, parse_layer_assignment, partition, provider_list
 from .partition.kernels import register_kernel_file
@@ -88,10 +89,28 @@ class Report:
         return sum(r.applied for r in self.rules if r.rule == rule)
 
 
-@dataclass
 class Result:
-    model: ModelProto
-    report: Report
+    """What ``optimize`` returns: the ``report``, and the optimized ``model``, assembled
+    when first asked for (a copy of every weight).  ``save_model`` writes a result without
+    assembling it: for a big model that is one copy of its weights fewer."""
+
+    def __init__(self, state: ModelState, report: Report) -> None:
+        self._state: ModelState | None = state
+        self._model: ModelProto | None = None
+        self.report = report
+
+    @property
+    def model(self) -> ModelProto:
+        if self._model is None:
+            self._model = self._state.to_model()
+            self._state = None  # (the view is no longer needed)
+        return self._model
+
+    def model_parts(self):
+        """The optimized model as ``save_model`` writes it (see graph/wire.py)."""
+        if self._model is not None:
+            return ModelParts.of(self._model)
+        return self._state.model_parts()
 
 
 def _as_model(model_or_path: ModelProto | str | os.PathLike) -> ModelProto:
@@ -178,15 +197,13 @@ def _optimize(model_or_path, level, rules, bundled, max_rewrites, providers, lay
         for lvl in (lvl for lvl in levels if lvl >= 2):
             _run_level(state, packs, lvl, Placement(after_partition=True), max_rewrites, report, timings)
 
-    start = time.perf_counter()
-    model = state.to_model()
-    timings["write back"] = time.perf_counter() - start
-    report.nodes_after = len(model.graph.node)
-    report.ops_after = op_histogram(model)
+    nodes = state.view.nodes_in_order()
+    report.nodes_after = len(nodes)
+    report.ops_after = op_histogram(nodes)
     if report.partition is not None:
-        report.providers_after = dict(Counter(provider_of(n) or "" for n in model.graph.node))
+        report.providers_after = dict(Counter(provider_of(n) or "" for n in nodes))
     report.seconds = timings
-    return Result(model, report)
+    return Result(state, report)
 
 
 def _run_level(state, packs: list[Pack], lvl: int, placement: Placement,
