@@ -11,6 +11,8 @@ from typing import Protocol
 import numpy as np
 import onnx
 
+from . import budget
+
 
 class EvalFailure(Exception):
     """An expression could not be evaluated for this match (not constant, unknown shape...)."""
@@ -71,6 +73,7 @@ def materialize(graph: GraphFacts, value: object, what: str = "value") -> object
         array = graph.constant(value.name)
         if array is None:
             raise EvalFailure(f"{what} '{value.name}' is not a constant")
+        budget.read(value.name, array.nbytes)
         return array
     if isinstance(value, list):
         return [materialize(graph, v, what) for v in value]

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
 from ..dsl import Pack, load_pack
-from ..errors import RewriterError
+from ..errors import RewriterError, RuleError
 from .compare import compare_outputs, feeds_tolerance, random_feeds, run_model
 from .instance import Reject, draw_instance
 
@@ -140,6 +140,8 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
                                        providers="CPU")
             after = result.model
             applied = result.report.applied(rule.name) > 0
+        except RuleError:
+            raise  # the rule itself is at fault (its expressions exceed their budget): not a counterexample
         except Exception as error:  # the engine itself failed on a valid model
             applied = True
             problem = f"the engine raised {error.__class__.__name__}: {error}"

@@ -1,0 +1,128 @@
+"""What evaluating a rule's expressions may spend, checked before each value is made.
+
+Why this exists: every operation of the expression language was bounded only by the
+values it was given, and those compound: ``((10**60)**60)**60`` is made of small
+exponents and ran for ever; ``"ab" * 10**9``, ``[0] * 10**8``, broadcasting two long
+ranges and a concat of several ``zeros`` each made gigabytes.  Now each operation says how
+large its result will be before making it, and the values made while the expressions of
+one match attempt run (its wheres, lets, replacement values) add up against one
+allowance: a fixed base plus a multiple of the model constants they read (computed
+initializers are as large as the weights they come from).  Integers are bounded by bits.
+Past either bound the rule is at fault: the evaluator reports ``file:line:col`` of the
+operation (see evaluate.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+MAX_INT_BITS = 1024        # an int past this is no dim, axis or attribute value
+BASE_BYTES = 64 << 20      # what one match attempt may make beyond what it reads
+PER_READ_BYTE = 4          # ...plus this many times each model constant it reads, once
+OBJECT_BYTES = 32          # a Python number in a list (``list(x)``, ``take``)
+POINTER_BYTES = 8          # one slot of a list
+
+
+class OverBudget(Exception):
+    """An operation would exceed the budget (the evaluator adds where it is)."""
+
+
+class _Ledger:
+    __slots__ = ("spent", "allowance", "read")
+
+    def __init__(self) -> None:
+        self.spent = 0
+        self.allowance = BASE_BYTES
+        self.read: set[str] = set()
+
+
+_ledger: _Ledger | None = None  # None: no attempt open, each value is bounded on its own
+
+
+def start_attempt() -> None:
+    """Open a fresh account: a new match attempt (a root and a rule) or one evaluation."""
+    global _ledger
+    _ledger = _Ledger()
+
+
+def attempt_open() -> bool:
+    return _ledger is not None
+
+
+def end_attempts() -> None:
+    """Close the account (values are then bounded one by one)."""
+    global _ledger
+    _ledger = None
+
+
+def charge(nbytes: int, what: str = "a value") -> None:
+    """Account for ``nbytes`` about to be made; raises ``OverBudget`` past the allowance."""
+    if nbytes <= 0:
+        return
+    ledger = _ledger
+    if ledger is None:
+        if nbytes > BASE_BYTES:
+            raise OverBudget(f"{what} of {_size(nbytes)} exceeds the expression budget of "
+                             f"{_size(BASE_BYTES)}")
+        return
+    ledger.spent += nbytes
+    if ledger.spent > ledger.allowance:
+        raise OverBudget(f"{what} of {_size(nbytes)} exceeds the expression budget "
+                         f"({_size(ledger.spent)} made, {_size(ledger.allowance)} allowed: "
+                         f"{_size(BASE_BYTES)} plus {PER_READ_BYTE}x the constants read)")
+
+
+def charge_elements(count: int, itemsize: int = 8, what: str = "a tensor") -> None:
+    charge(int(count) * itemsize, what)
+
+
+def read(name: str, nbytes: int) -> None:
+    """A model constant was read: the attempt may make values as large as it (once per
+    constant)."""
+    ledger = _ledger
+    if ledger is not None and name not in ledger.read:
+        ledger.read.add(name)
+        ledger.allowance += PER_READ_BYTE * nbytes
+
+
+def check_int_bits(bits: int) -> None:
+    if bits > MAX_INT_BITS:
+        raise OverBudget(f"an integer of about {bits} bits exceeds the bound of {MAX_INT_BITS} bits")
+
+
+def elements_of(value: object) -> int:
+    """Elements an operand contributes to a numpy result (a list as the array it becomes)."""
+    if isinstance(value, np.ndarray):
+        return int(value.size)
+    if isinstance(value, (list, tuple)):
+        return len(value)
+    return 1
+
+
+def broadcast_elements(*values: object) -> int:
+    """Elements of the broadcast of ``values`` (numpy's rule), known before computing it."""
+    shapes = []
+    for value in values:
+        if isinstance(value, np.ndarray):
+            shapes.append(value.shape)
+        elif isinstance(value, (list, tuple)):
+            try:
+                shapes.append(np.shape(value) if len(value) <= 4096 else (len(value),))
+            except ValueError:  # ragged: numpy will refuse it
+                shapes.append((len(value),))
+        else:
+            shapes.append(())
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        return 0  # they do not broadcast: numpy will say so, making nothing
+    count = 1
+    for d in shape:
+        count *= int(d)
+    return count
+
+
+def _size(nbytes: int) -> str:
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes} bytes"
