@@ -93,7 +93,7 @@ def cli() -> None:
               show_default=True, help="Only tensors of at least this many bytes go there.")
 @click.option("--max-memory", default="auto", show_default=True,
               help="Address-space ceiling of the run (e.g. 4G; none): past it the run stops "
-                   "with an error.  auto: 2 GiB plus a multiple of the inputs' size.")
+                   "with an error.  auto: 1 GiB plus a multiple of the inputs' size.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def optimize(model: Path, output: Path, level: str, rule_files: tuple[Path, ...],
              no_bundled: bool, providers: str, layer_assignment: str | None,

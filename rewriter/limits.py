@@ -20,7 +20,7 @@ try:
 except ImportError:  # pragma: no cover - not on this platform: no ceiling
     resource = None
 
-BASE = 2 << 30          # bytes: the interpreter, onnx, onnxruntime, the bundled packs
+BASE = 1 << 30          # bytes: the interpreter, onnx, onnxruntime, the bundled packs (~270 MB)
 PER_INPUT_BYTE = 6      # loaded model + optimized one + the copy one tensor at a time...
 PER_NODE = 16 << 10     # a node's view entries, NetworkX dicts, proto copy (~3 KB measured)
 PER_RULES_BYTE = 1024   # parse tree and rule objects of a rules file
