@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 from onnx import ModelProto
 
 from .dsl import Pack, load_pack
-from .errors import ModelError, RewriterError
+from .errors import RewriterError, expect
 from .graph.model import FunctionState, ModelState, op_histogram
 from .graph.model_io import load_model
 from .graph.wire import ModelParts
@@ -40,6 +40,7 @@ LEVEL_LABELS = {0: "required", 1: "basic", 2: "extended", 3: "layout", 4: "level
 
 def parse_level(level: str | int) -> int:
     """``basic`` / ``extended`` / ``layout`` / ``all`` / a number 0-4 -> the level number."""
+    expect(level, (str, int), "level")
     if isinstance(level, int):
         value = level
     else:
@@ -114,11 +115,37 @@ class Result:
 
 
 def _as_model(model_or_path: ModelProto | str | os.PathLike) -> ModelProto:
+    expect(model_or_path, (ModelProto, str, os.PathLike), "the model")
     if isinstance(model_or_path, ModelProto):
         return model_or_path
-    if isinstance(model_or_path, (str, os.PathLike)):
-        return load_model(model_or_path)
-    raise ModelError(f"expected an onnx.ModelProto or a path, got {type(model_or_path).__name__}")
+    return load_model(model_or_path)
+
+
+def _check_arguments(rules, bundled, max_rewrites, providers, layer_assignment,
+                     annotation_boundaries, provider_kernels) -> None:
+    """Arguments of the wrong kind are the library's own error (an ``ArgumentError``, also
+    a ``TypeError``), said before any work; a bare string where a list of files is expected
+    would otherwise be read one character at a time."""
+    if rules is not None:
+        expect(rules, (list, tuple), "rules (a list of rules files or packs)")
+        for item in rules:
+            expect(item, (str, os.PathLike, Pack), "each of rules")
+    expect(bundled, bool, "bundled")
+    if max_rewrites is not None:
+        expect(max_rewrites, int, "max_rewrites")
+        if max_rewrites < 0:
+            raise RewriterError(f"max_rewrites must be >= 0, not {max_rewrites}")
+    if providers is not None:
+        expect(providers, (str, list, tuple), "providers")
+        if not isinstance(providers, str):
+            for item in providers:
+                expect(item, str, "each of providers")
+    if layer_assignment is not None:
+        expect(layer_assignment, str, "layer_assignment")
+    expect(annotation_boundaries, str, "annotation_boundaries")
+    expect(provider_kernels, (list, tuple), "provider_kernels (a list of .kernels files)")
+    for item in provider_kernels:
+        expect(item, (str, os.PathLike), "each of provider_kernels")
 
 
 def _select_packs(level: int, rules: Iterable[str | os.PathLike | Pack] | None,
@@ -149,6 +176,8 @@ def optimize(model_or_path: ModelProto | str | os.PathLike, level: str | int = "
     ``provider_kernels`` adds kernel tables for providers (``.kernels`` files).
     The input model is not modified; the result holds a new ``ModelProto`` and a ``Report``.
     """
+    _check_arguments(rules, bundled, max_rewrites, providers, layer_assignment,
+                     annotation_boundaries, provider_kernels)
     collecting = gc.isenabled()
     gc.disable()  # many small short-lived objects, few cycles: with collections on, a 10k-node
     try:          # graph took 2.0-2.2 s instead of 1.6-1.8 s (bench/synthetic.py, extended)

@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import ArgumentError, expect
 from . import budget
 from .dtypes import FLOAT_TYPES, to_numpy_dtype
 from .shape_values import shape_values
@@ -54,8 +55,15 @@ def register_predicate(name: str, impl: Callable[..., object], min_args: int = 1
     ``impl(graph, *args)`` receives the ``GraphFacts`` and the arguments unevaluated
     (tensor variables as ``Ref``).  It must not mutate anything.
     """
+    expect(name, str, "register_predicate()'s name")
+    if not callable(impl):
+        raise ArgumentError(f"register_predicate()'s impl must be callable, not {type(impl).__name__}")
+    expect(min_args, int, "register_predicate()'s min_args")
+    if max_args is not None:
+        expect(max_args, int, "register_predicate()'s max_args")
+    expect(doc, str, "register_predicate()'s doc")
     if not name.isidentifier() or not name[:1].islower():
-        raise ValueError("predicate names are lower-case identifiers")
+        raise ArgumentError("predicate names are lower-case identifiers")
     FUNCTIONS[name] = Function(name, impl, min_args, max_args, True, doc)
 
 

@@ -23,7 +23,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import ModelProto, TensorProto
 
-from ..errors import ModelError
+from ..errors import ArgumentError, ModelError, expect
 from ..signals import deferred, interruptible
 from .output_file import OutputFile, Writing, file_status, output_file
 from .tensor_data import all_graphs, external_location, graph_tensors, raw_bytes_needed
@@ -54,8 +54,7 @@ def load_model(path: str | os.PathLike) -> ModelProto:
 
 def read_model(path: str | os.PathLike) -> ModelFile:
     """``load_model``, also telling which external data files the model was read from."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise ModelError(f"expected a path to a model file, got {type(path).__name__}")
+    expect(path, (str, os.PathLike), "the model file")
     path = Path(path)
     try:
         status = path.stat()
@@ -207,19 +206,18 @@ def save_model(model: ModelProto | HasModelParts, path: str | os.PathLike,
     when the input kept its data outside (``source_used_external``) or when the model
     would not fit in one protobuf (2 GB).  ``protect``: ``os.stat`` results of files that
     must not be written (the input's).  The model itself is never modified."""
-    if isinstance(model, ModelProto):
-        parts = ModelParts.of(model)
-    elif callable(getattr(model, "model_parts", None)):
-        parts = model.model_parts()
-    else:
-        raise ModelError(f"save_model() takes an onnx.ModelProto or optimize()'s Result, "
-                         f"not {type(model).__name__}")
-    if not isinstance(path, (str, os.PathLike)):
-        raise ModelError(f"save_model() takes a path to write to, not {type(path).__name__}")
-    if isinstance(size_threshold, bool) or not isinstance(size_threshold, int) or size_threshold < 0:
-        raise ModelError(f"external data threshold must be a number of bytes >= 0, not {size_threshold!r}")
-    if location is not None and not isinstance(location, str):
-        raise ModelError(f"external data file name must be a string, not {type(location).__name__}")
+    if not isinstance(model, ModelProto) and not callable(getattr(model, "model_parts", None)):
+        raise ArgumentError(f"save_model() takes an onnx.ModelProto or optimize()'s Result, "
+                            f"not {type(model).__name__}")
+    expect(path, (str, os.PathLike), "save_model()'s path")
+    expect(external_data, str, "save_model()'s external_data")
+    expect(size_threshold, int, "save_model()'s size_threshold")
+    if size_threshold < 0:
+        raise ModelError(f"external data threshold must be a number of bytes >= 0, not {size_threshold}")
+    if location is not None:
+        expect(location, str, "save_model()'s location")
+    expect(source_used_external, bool, "save_model()'s source_used_external")
+    parts = ModelParts.of(model) if isinstance(model, ModelProto) else model.model_parts()
     with interruptible():
         _save(parts, Path(path), external_data, location, size_threshold, source_used_external,
               list(protect))

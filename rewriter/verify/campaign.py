@@ -25,6 +25,7 @@ from hypothesis.errors import Unsatisfiable
 
 from ..dsl import Pack, load_pack
 from ..errors import RewriterError, RuleError
+from .arguments import check_arguments
 from .compare import compare_outputs, feeds_tolerance, random_feeds, run_model
 from .instance import Reject, draw_instance
 
@@ -232,6 +233,7 @@ def verify(paths: Iterable[str | Path] | None = None, rule: str | None = None,
            on_rule: Callable[[RuleVerdict], None] | None = None,
            packs: Iterable[Pack] | None = None, shrink_seconds: float = SHRINK_SECONDS) -> VerifyReport:
     """Verify every rule of the given packs (or only ``rule``); see the module docstring."""
+    check_arguments(paths, rule, examples, seed, out)
     chosen = list(packs) if packs is not None else collect_packs(paths)
     report = VerifyReport()
     names = [(p, r.name) for p in chosen for r in p.rules if rule is None or r.name == rule]
