@@ -111,11 +111,10 @@ def optimize(model: Path, output: Path, level: str, rule_files: tuple[Path, ...]
         check_output(output, external_data, external_data_file, file_status([model]))
         ceiling.allow(rules_bytes=sum(text_size(f) for f in (*rule_files, *provider_kernels)))
         try:
-            loaded = read_model(model)
+            loaded = read_model(model, reserve=lambda nbytes: ceiling.allow(input_bytes=nbytes))
         except ModelError as error:
             raise error if str(error).startswith(str(model)) else ModelError(f"{model}: {error}") from None
-        ceiling.allow(input_bytes=sum(text_size(f) for f in (loaded.path, *loaded.external_files)),
-                      nodes=len(loaded.model.graph.node))
+        ceiling.allow(nodes=len(loaded.model.graph.node))
         protected = loaded.protected()
         check_output(output, external_data, external_data_file, protected)
         try:
@@ -208,7 +207,7 @@ def check(files: tuple[Path, ...]) -> None:
         try:
             pack = parse_pack_file(path)
         except RuleError as error:
-            _say(error.render())
+            _say_lines(error.render())
             failed = True
             continue
         errors = check_pack(pack)

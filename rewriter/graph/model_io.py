@@ -17,7 +17,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Protocol
+from typing import Callable, Iterable, Protocol
 
 import onnx
 from google.protobuf.message import DecodeError
@@ -52,8 +52,10 @@ def load_model(path: str | os.PathLike) -> ModelProto:
     return read_model(path).model
 
 
-def read_model(path: str | os.PathLike) -> ModelFile:
-    """``load_model``, also telling which external data files the model was read from."""
+def read_model(path: str | os.PathLike, reserve: Callable[[int], None] | None = None) -> ModelFile:
+    """``load_model``, also telling which external data files the model was read from.
+    ``reserve(nbytes)`` is told what is about to be read before it is (the file's size,
+    then its external data's): the command line raises its memory ceiling with it."""
     expect(path, (str, os.PathLike), "the model file")
     path = Path(path)
     try:
@@ -68,14 +70,23 @@ def read_model(path: str | os.PathLike) -> ModelFile:
         raise ModelError(f"{path}: is not a regular file")
     if status.st_size == 0:
         raise ModelError(f"{path}: empty file, not an ONNX model")
+    if reserve is not None:
+        reserve(status.st_size)
     try:
         model = onnx.load(str(path), load_external_data=False)
-        files = _check_external_data(model, path)
+        files, data_bytes = _check_external_data(model, path)
         if files:
+            if reserve is not None:
+                reserve(data_bytes)
             onnx.load_external_data_for_model(model, str(path.parent))
     except ModelError:
         raise
-    except (DecodeError, RuntimeError, ValueError, UnicodeDecodeError) as err:
+    except DecodeError as err:
+        if "alloc" in str(err).lower():  # protobuf's arena could not grow: out of memory
+            raise MemoryError(str(err)) from None
+        raise ModelError(f"{path}: not a readable ONNX model ({err.__class__.__name__}: "
+                         f"{str(err).splitlines()[0] if str(err) else 'cannot parse'})") from None
+    except (RuntimeError, ValueError, UnicodeDecodeError) as err:
         raise ModelError(f"{path}: not a readable ONNX model ({err.__class__.__name__}: "
                          f"{str(err).splitlines()[0] if str(err) else 'cannot parse'})") from None
     except OSError as err:
@@ -89,11 +100,11 @@ def read_model(path: str | os.PathLike) -> ModelFile:
     return ModelFile(model, path, tuple(files))
 
 
-def _check_external_data(model: ModelProto, path: Path) -> list[Path]:
+def _check_external_data(model: ModelProto, path: Path) -> tuple[list[Path], int]:
     """Refuse external data that lives outside the model's directory or in anything but a
     regular file, regions past a file's end or shared by two tensors, and regions whose
     size is not what the tensor's type and dims need: all before anything is read.
-    Returns the data files."""
+    Returns the data files and how many bytes will be read from them."""
     base = path.parent.resolve()
     regions: dict[Path, list[tuple[int, int, str]]] = {}
     for graph, tensor in graph_tensors(model.graph):
@@ -131,7 +142,7 @@ def _check_external_data(model: ModelProto, path: Path) -> list[Path]:
                 raise ModelError(f"{path}: tensors '{name}' and '{other}' read the same bytes of "
                                  f"'{target.name}'; refused (each byte of external data belongs to "
                                  f"one tensor)")
-    return sorted(regions)
+    return sorted(regions), sum(length for spans in regions.values() for _, length, _ in spans)
 
 
 PROTOBUF_LIMIT = 2**31 - 1  # bytes: protobuf cannot serialize a bigger message
