@@ -24,6 +24,7 @@ from onnx import ModelProto
 
 from .dsl import Pack, load_pack
 from .errors import RewriterError, expect
+from .expr.budget import end_run, start_run
 from .graph.model import FunctionState, ModelState, op_histogram
 from .graph.model_io import load_model
 from .graph.wire import ModelParts
@@ -209,7 +210,18 @@ def _optimize(model_or_path, level, rules, bundled, max_rewrites, providers, lay
     sharing = any("common_subexpression_elimination" in p.builtins for p in packs if p.level <= 1)
     state = ModelState(source, constants_on_load=LARGE_INPUT if folding else None, share_constants=sharing)
     timings["build view"] = time.perf_counter() - start
+    start_run(state.view.initializer_bytes)  # what the rules' expressions may make (expr/budget.py)
+    try:
+        return _run_levels(state, source, packs, level_number, provider_order, layer_assignment,
+                           annotation_boundaries, max_rewrites, timings)
+    finally:
+        end_run()
 
+
+def _run_levels(state: ModelState, source: ModelProto, packs: list[Pack], level_number: int,
+                provider_order: list[str], layer_assignment: str | None, annotation_boundaries: str,
+                max_rewrites: int | None, timings: dict[str, float]) -> Result:
+    """Each level in order (partitioning between 1 and 2), then the report."""
     report = Report(nodes_before=len(source.graph.node), ops_before=op_histogram(source))
     if state.removed_on_load:  # the folding built-in's first round, done while loading
         report.builtins["constant_folding"] = state.removed_on_load

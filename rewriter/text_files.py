@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-MAX_TEXT_BYTES = 1 << 20
+MAX_TEXT_BYTES = 512 << 10
 
 
 class TextFileError(Exception):

@@ -8,8 +8,11 @@ large its result will be before making it, and the values made while the express
 one match attempt run (its wheres, lets, replacement values) add up against one
 allowance: a fixed base plus a multiple of the model constants they read (computed
 initializers are as large as the weights they come from).  Integers are bounded by bits.
-Past either bound the rule is at fault: the evaluator reports ``file:line:col`` of the
-operation (see evaluate.py).
+And what all attempts of one ``optimize`` make adds up too, against a base plus a multiple
+of the model's constants: making a value takes time in proportion to its size, so that is
+the expressions' time budget (a where-clause making 8 MB, tried at every node of a big
+model, would otherwise run for minutes).  Past any bound the rule is at fault: the
+evaluator reports ``file:line:col`` of the operation (see evaluate.py).
 """
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ BASE_BYTES = 64 << 20      # what one match attempt may make beyond what it read
 PER_READ_BYTE = 4          # ...plus this many times each model constant it reads, once
 OBJECT_BYTES = 32          # a Python number in a list (``list(x)``, ``take``)
 POINTER_BYTES = 8          # one slot of a list
+RUN_BASE_BYTES = 4 << 30   # what all expressions of one optimize run may make...
+RUN_PER_MODEL_BYTE = 16    # ...plus this many times the model's constants
 
 
 class OverBudget(Exception):
@@ -36,6 +41,18 @@ class _Ledger:
 
 
 _ledger: _Ledger | None = None  # None: no attempt open, each value is bounded on its own
+_run: list[int] | None = None   # [made, allowed] over one optimize run; None: no run open
+
+
+def start_run(model_bytes: int) -> None:
+    """Open the account of a whole run (see the module docstring)."""
+    global _run
+    _run = [0, RUN_BASE_BYTES + RUN_PER_MODEL_BYTE * model_bytes]
+
+
+def end_run() -> None:
+    global _run
+    _run = None
 
 
 def start_attempt() -> None:
@@ -58,6 +75,13 @@ def charge(nbytes: int, what: str = "a value") -> None:
     """Account for ``nbytes`` about to be made; raises ``OverBudget`` past the allowance."""
     if nbytes <= 0:
         return
+    run = _run
+    if run is not None:
+        run[0] += nbytes
+        if run[0] > run[1]:
+            raise OverBudget(f"the rules' expressions made {_size(run[0])} in this run, more than "
+                             f"the {_size(run[1])} they may ({_size(RUN_BASE_BYTES)} plus "
+                             f"{RUN_PER_MODEL_BYTE}x the model's constants)")
     ledger = _ledger
     if ledger is None:
         if nbytes > BASE_BYTES:

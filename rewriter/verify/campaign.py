@@ -50,6 +50,15 @@ class RuleVerdict:
     last_reject: str = ""
 
 
+class RuleFault(BaseException):
+    """The rule itself is at fault (its expressions exceed their budget): not a
+    counterexample to shrink.  A BaseException, so hypothesis stops at once."""
+
+    def __init__(self, error: RuleError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class VerificationFailure(Exception):
     """A rewrite changed the numbers (or broke the model); carries the report text."""
 
@@ -114,6 +123,8 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
         counting = not failing["seen"]
         try:
             instance = draw_instance(data, rule)
+        except RuleError as error:
+            raise RuleFault(error) from None
         except Reject as why:
             if counting:
                 verdict.invalid += 1
@@ -141,8 +152,8 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
                                        providers="CPU")
             after = result.model
             applied = result.report.applied(rule.name) > 0
-        except RuleError:
-            raise  # the rule itself is at fault (its expressions exceed their budget): not a counterexample
+        except RuleError as error:
+            raise RuleFault(error) from None
         except Exception as error:  # the engine itself failed on a valid model
             applied = True
             problem = f"the engine raised {error.__class__.__name__}: {error}"
@@ -181,6 +192,8 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
 
     try:
         campaign()
+    except RuleFault as fault:
+        raise fault.error from None
     except VerificationFailure as failure:
         verdict.verdict = "FAIL"
         verdict.message = str(failing.get("problem") or failure).splitlines()[0]
