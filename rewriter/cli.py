@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 import unicodedata
 from pathlib import Path
@@ -125,9 +126,11 @@ def optimize(model: Path, output: Path, level: str, rule_files: tuple[Path, ...]
                                   provider_kernels=list(provider_kernels))
         except ModelError as error:
             raise ModelError(f"{model}: {error}") from None
+        start = time.perf_counter()
         save_model(result, output, external_data=external_data, location=external_data_file,
                    size_threshold=external_data_threshold, source_used_external=loaded.had_external,
                    protect=protected)
+        result.report.seconds["write"] = time.perf_counter() - start
     except RewriterError as error:
         _fail(error)
     except MemoryError:

@@ -104,8 +104,10 @@ class Result:
     @property
     def model(self) -> ModelProto:
         if self._model is None:
+            start = time.perf_counter()
             self._model = self._state.to_model()
             self._state = None  # (the view is no longer needed)
+            self.report.seconds["write back"] = time.perf_counter() - start
         return self._model
 
     def model_parts(self):

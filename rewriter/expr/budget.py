@@ -56,9 +56,15 @@ def end_run() -> None:
 
 
 def start_attempt() -> None:
-    """Open a fresh account: a new match attempt (a root and a rule) or one evaluation."""
+    """Open a fresh account: a new match attempt (a root and a rule) or one evaluation.
+    (Called for every rule tried at every node: the open account is reset in place.)"""
     global _ledger
-    _ledger = _Ledger()
+    ledger = _ledger
+    if ledger is None:
+        _ledger = _Ledger()
+    elif ledger.spent or ledger.read:
+        ledger.spent, ledger.allowance = 0, BASE_BYTES
+        ledger.read.clear()
 
 
 def attempt_open() -> bool:
