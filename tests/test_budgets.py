@@ -35,6 +35,8 @@ def pack_with(body: str) -> str:
     "sum(reshape(arange(20000), [-1, 1]) + arange(20000))",
     "take([1, 2], arange(100000000))",
     "-(reshape(arange(30000), [-1, 1]) * arange(30000))",
+    "array([[0] * 1000] * 100000)",
+    "[[[0] * 1000] * 1000] * 1000 == [[[0] * 1000] * 1000] * 1000",
 ])
 def test_an_expression_past_its_budget_is_a_rule_error_with_its_position(let):
     with pytest.raises(RuleError, match="budget") as caught:

@@ -119,13 +119,32 @@ def check_int_bits(bits: int) -> None:
         raise OverBudget(f"an integer of about {bits} bits exceeds the bound of {MAX_INT_BITS} bits")
 
 
-def elements_of(value: object) -> int:
-    """Elements an operand contributes to a numpy result (a list as the array it becomes)."""
+def list_elements(value: object) -> int:
+    """Elements numpy makes of a (nested) list: the product of the lengths along its first
+    items (numpy refuses a ragged list, so the first items tell the shape)."""
+    count = 1
+    while isinstance(value, (list, tuple)):
+        count *= len(value)
+        if not value:
+            return count
+        value = value[0]
     if isinstance(value, np.ndarray):
-        return int(value.size)
-    if isinstance(value, (list, tuple)):
-        return len(value)
-    return 1
+        count *= value.size
+    return count
+
+
+def _list_shape(value: object) -> tuple[int, ...]:
+    """The shape numpy gives a (nested) list, read along its first items (np.shape would
+    build the array to find out)."""
+    shape: list[int] = []
+    while isinstance(value, (list, tuple)):
+        shape.append(len(value))
+        if not value:
+            break
+        value = value[0]
+    if isinstance(value, np.ndarray):
+        shape.extend(value.shape)
+    return tuple(shape)
 
 
 def broadcast_elements(*values: object) -> int:
@@ -135,10 +154,7 @@ def broadcast_elements(*values: object) -> int:
         if isinstance(value, np.ndarray):
             shapes.append(value.shape)
         elif isinstance(value, (list, tuple)):
-            try:
-                shapes.append(np.shape(value) if len(value) <= 4096 else (len(value),))
-            except ValueError:  # ragged: numpy will refuse it
-                shapes.append((len(value),))
+            shapes.append(_list_shape(value))
         else:
             shapes.append(())
     try:

@@ -62,6 +62,8 @@ def _contains(container: object, item: object) -> bool:
         return bool(np.any(container == item))
     if isinstance(item, np.ndarray):
         item = item.tolist()
+    if isinstance(container, list):
+        budget.charge_elements(budget.list_elements(container), 8, "a search of a list")
     return item in container
 
 
@@ -86,7 +88,7 @@ def _arith(op: str, left: object, right: object) -> object:
 
 
 def _as_array(items: list) -> np.ndarray:
-    budget.charge_elements(len(items), 8, "an array from a list")
+    budget.charge_elements(budget.list_elements(items), 8, "an array from a list")
     return np.asarray(items)
 
 
@@ -123,6 +125,9 @@ _PLAIN_TYPES = frozenset({int, float, str, bool, list})
 
 def _compare(op: str, left: object, right: object) -> object:
     if type(left) in _PLAIN_TYPES and type(right) in _PLAIN_TYPES:  # no numpy involved
+        if type(left) is list or type(right) is list:  # (comparing nested lists takes time)
+            budget.charge_elements(budget.list_elements(left) + budget.list_elements(right), 8,
+                                   "a comparison of lists")
         return bool(_COMPARE[op](left, right))
     if left is None or right is None:
         return (left is right) if op == "==" else (left is not right) if op == "!=" else False

@@ -100,7 +100,7 @@ def _array(value: object) -> np.ndarray:
     if value is None:
         raise EvalFailure("an absent optional value was used")
     if isinstance(value, (list, tuple)):
-        budget.charge_elements(len(value), budget.POINTER_BYTES, "an array from a list")
+        budget.charge_elements(budget.list_elements(value), 8, "an array from a list")
     return np.asarray(value)
 
 
