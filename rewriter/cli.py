@@ -108,15 +108,16 @@ def optimize(model: Path, output: Path, level: str, rule_files: tuple[Path, ...]
     from .text_files import text_size
 
     ceiling = _ceiling(max_memory)
+    inputs = file_status([model, *rule_files, *provider_kernels])  # never written over
     try:  # an output that would be refused is refused before any work
-        check_output(output, external_data, external_data_file, file_status([model]))
+        check_output(output, external_data, external_data_file, inputs)
         ceiling.allow(rules_bytes=sum(text_size(f) for f in (*rule_files, *provider_kernels)))
         try:
             loaded = read_model(model, reserve=lambda nbytes: ceiling.allow(input_bytes=nbytes))
         except ModelError as error:
             raise error if str(error).startswith(str(model)) else ModelError(f"{model}: {error}") from None
         ceiling.allow(nodes=len(loaded.model.graph.node))
-        protected = loaded.protected()
+        protected = loaded.protected() + inputs
         check_output(output, external_data, external_data_file, protected)
         try:
             result = run_optimize(loaded.model, level=level, rules=list(rule_files),

@@ -42,15 +42,19 @@ def _raise(signum: int, frame) -> None:
 
 
 @contextmanager
-def interruptible() -> Iterator[None]:
+def interruptible(sigint: bool = True) -> Iterator[None]:
     """Within, the terminating signals that still have their default action raise
     ``Interrupted`` (handlers someone else installed, and ignored signals, are left as they
-    are).  Only the main thread can install handlers: elsewhere this does nothing."""
+    are); with ``sigint`` False, SIGINT stays ``KeyboardInterrupt`` (which runs ``finally``
+    blocks already: what a library called from an interactive session should keep).  Only
+    the main thread can install handlers: elsewhere this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous: dict[int, object] = {}
     for signum in _TERMINATING:
+        if signum == signal.SIGINT and not sigint:
+            continue
         current = signal.getsignal(signum)
         if current is signal.SIG_DFL or current is signal.default_int_handler:
             previous[signum] = signal.signal(signum, _raise)

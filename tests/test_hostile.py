@@ -135,7 +135,13 @@ def test_output_to_a_fifo_with_a_reader_streams_the_model(work):
 ], ids=["symlink", "hardlink", "dot", "dotdot", "absolute"])
 def test_output_that_is_the_input_is_refused(work, make_output):
     output = make_output(work)
-    refused_untouched(work, "optimize", "in.onnx", "-o", output, *FAST, fragments=("is the input model",))
+    refused_untouched(work, "optimize", "in.onnx", "-o", output, *FAST, fragments=("is an input of this run",))
+
+
+def test_output_that_is_a_rules_file_of_the_run_is_refused(work):
+    (work / "mine.rules").write_text("pack m level 1\n")
+    refused_untouched(work, "optimize", "in.onnx", "-o", "mine.rules", "--rules", "mine.rules",
+                      *FAST, fragments=("is an input of this run",))
 
 
 @pytest.mark.parametrize("make_output, message", [

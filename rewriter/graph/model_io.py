@@ -229,7 +229,7 @@ def save_model(model: ModelProto | HasModelParts, path: str | os.PathLike,
         expect(location, str, "save_model()'s location")
     expect(source_used_external, bool, "save_model()'s source_used_external")
     parts = ModelParts.of(model) if isinstance(model, ModelProto) else model.model_parts()
-    with interruptible():
+    with interruptible(sigint=False):
         _save(parts, Path(path), external_data, location, size_threshold, source_used_external,
               list(protect))
 

@@ -63,8 +63,8 @@ def output_file(path: str | os.PathLike, protected: Iterable[os.stat_result] = (
         return OutputFile(given, directory / given.name, False, False, None)
     for other in protected:
         if os.path.samestat(status, other):
-            raise ModelError(f"{given}: is the input model (or one of its data files); "
-                             f"the {what} must be another file")
+            raise ModelError(f"{given}: is an input of this run (the model, one of its data "
+                             f"files, a rules or kernels file); the {what} must be another file")
     mode = status.st_mode
     if stat.S_ISREG(mode):
         return OutputFile(given, Path(os.path.realpath(given)), False, True, status)
