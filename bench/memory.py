@@ -1,15 +1,25 @@
 """Peak memory of ``rewriter optimize`` against the size of the model it optimizes.
 
     python bench/memory.py [--size-mb 500] [--dir /tmp/rewriter-memory] [--level extended]
-                           [--profile]
+                           [--variants inline external transpose conv-bn fp16-cast] [--profile]
 
-Generates (once, under ``--dir``; never in the repository) a transformer-like model of
-about ``--size-mb`` MB of float weights with onnx.helper and numpy, saved twice: with its
-tensors inline and with them as external data.  Each is optimized by the command line in a
-fresh process; the peak resident set of that process (``getrusage`` of the child) is
-printed beside the model's size.  ``--profile`` runs the same optimization in this process
-while a thread samples the resident set and the function the main thread is in, and
-prints where the peak was reached (where the copies are).
+Generates (once, under ``--dir``; never in the repository) models of about ``--size-mb``
+MB of weights with onnx.helper and numpy:
+
+* ``inline`` / ``external``: a transformer-like model (attention-style mixing, residual,
+  decomposed LayerNorm, erf Gelu, FFN), its tensors inline / as external data;
+* ``transpose``: the same with every weight stored transposed behind a ``Transpose`` node
+  (constant folding replaces each one);
+* ``conv-bn``: a convolution network with BatchNormalization after each Conv (the basic
+  pack folds each BatchNorm into its Conv's weights);
+* ``fp16-cast``: the transformer with float16 weights behind ``Cast`` nodes (folding them
+  doubles the weights: the optimized model is twice the input).
+
+Each is optimized by the command line in a fresh process; the peak resident set of that
+process (``getrusage`` of the child) is printed beside the model's size.  ``--profile``
+runs the same optimization in this process while a thread samples the resident set and the
+function the main thread is in, and prints where the peak was reached (where the copies
+are).
 """
 from __future__ import annotations
 
@@ -74,16 +84,86 @@ def build_model(size_mb: int, hidden: int = 1024, seed: int = 0) -> onnx.ModelPr
     return model
 
 
-def ensure_models(directory: Path, size_mb: int) -> dict[str, Path]:
-    """The inline and external-data versions of the model (made when missing)."""
+def _transposed(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Every 2-D weight stored transposed, read through a Transpose node."""
+    graph = model.graph
+    nodes = []
+    for tensor in graph.initializer:
+        if len(tensor.dims) == 2:
+            array = numpy_helper.to_array(tensor)
+            name = tensor.name
+            tensor.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(array.T), name + "_t"))
+            nodes.append(helper.make_node("Transpose", [name + "_t"], [name], perm=[1, 0]))
+    nodes.extend(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return model
+
+
+def _half_cast(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Every 2-D weight stored as float16, read through a Cast to float."""
+    graph = model.graph
+    nodes = []
+    for tensor in graph.initializer:
+        if len(tensor.dims) == 2:
+            array = numpy_helper.to_array(tensor)
+            name = tensor.name
+            tensor.CopyFrom(numpy_helper.from_array(array.astype(np.float16), name + "_h"))
+            nodes.append(helper.make_node("Cast", [name + "_h"], [name], to=TensorProto.FLOAT))
+    nodes.extend(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return model
+
+
+def conv_bn_model(size_mb: int, channels: int = 512, seed: int = 0) -> onnx.ModelProto:
+    """Conv (3x3, ``channels`` to ``channels``) + BatchNormalization + Relu, repeated."""
+    rng = np.random.default_rng(seed)
+    nodes: list = []
+    inits: list = []
+    x = "input"
+    layers = max(1, round(size_mb * 1e6 / (channels * channels * 9 * 4)))
+    for i in range(layers):
+        w = rng.standard_normal((channels, channels, 3, 3), dtype=np.float32) * 0.02
+        inits.append(numpy_helper.from_array(w, f"w{i}"))
+        for part, value in (("scale", 1.0), ("bias", 0.0), ("mean", 0.0), ("var", 1.0)):
+            inits.append(numpy_helper.from_array(np.full(channels, value, np.float32), f"{part}{i}"))
+        nodes.append(helper.make_node("Conv", [x, f"w{i}"], [f"c{i}"], pads=[1, 1, 1, 1], name=f"conv{i}"))
+        nodes.append(helper.make_node("BatchNormalization", [f"c{i}", f"scale{i}", f"bias{i}", f"mean{i}", f"var{i}"],
+                                      [f"b{i}"], name=f"bn{i}"))
+        nodes.append(helper.make_node("Relu", [f"b{i}"], [f"r{i}"], name=f"relu{i}"))
+        x = f"r{i}"
+    shape = [1, channels, 8, 8]
+    graph = helper.make_graph(nodes, "conv_bn", [helper.make_tensor_value_info("input", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, shape)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+VARIANTS = ("inline", "external", "transpose", "conv-bn", "fp16-cast")
+
+
+def ensure_model(directory: Path, size_mb: int, variant: str) -> Path:
+    """The variant's model file (made when missing)."""
     directory.mkdir(parents=True, exist_ok=True)
-    inline, external = directory / f"model{size_mb}.onnx", directory / f"model{size_mb}_ext.onnx"
-    if not inline.exists() or not external.exists():
+    path = directory / f"{variant}{size_mb}.onnx"
+    if path.exists():
+        return path
+    if variant == "conv-bn":
+        model = conv_bn_model(size_mb)
+    elif variant == "transpose":
+        model = _transposed(build_model(size_mb))
+    elif variant == "fp16-cast":
+        model = _half_cast(build_model(2 * size_mb))  # float16: half the bytes
+    else:
         model = build_model(size_mb)
-        onnx.save(model, str(inline))
-        onnx.save(model, str(external), save_as_external_data=True, all_tensors_to_one_file=True,
-                  location=external.name + ".data")
-    return {"inline": inline, "external data": external}
+    if variant == "external":
+        onnx.save(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                  location=path.name + ".data")
+    else:
+        onnx.save(model, str(path))
+    return path
 
 
 def model_bytes(path: Path) -> int:
@@ -153,18 +233,19 @@ def main() -> None:
     parser.add_argument("--size-mb", type=int, default=500)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/rewriter-memory"))
     parser.add_argument("--level", default="extended")
+    parser.add_argument("--variants", nargs="*", default=["inline", "external"], choices=VARIANTS)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    models = ensure_models(args.dir, args.size_mb)
-    for kind, path in models.items():
+    for variant in args.variants:
+        path = ensure_model(args.dir, args.size_mb, variant)
         output = args.dir / f"out_{path.name}"
         if args.profile:
-            print(f"{kind}:")
+            print(f"{variant}:")
             profile(path, output, args.level)
             continue
         size = model_bytes(path)
         peak, seconds = peak_rss_of_cli(path, output, args.level)
-        print(f"{kind:14s} model {size / 1e6:7.0f} MB   peak RSS {peak / 1e6:7.0f} MB   "
+        print(f"{variant:10s} model {size / 1e6:7.0f} MB   peak RSS {peak / 1e6:7.0f} MB   "
               f"{peak / size:5.2f}x   {seconds:6.1f} s")
 
 
