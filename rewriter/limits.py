@@ -42,6 +42,23 @@ def parse_size(text: str) -> int | None:
     return size
 
 
+def _memory_available() -> int | None:
+    """What this process may still take: the memory the kernel calls available, plus what
+    the process holds already (Linux: /proc; elsewhere None)."""
+    try:
+        with open("/proc/meminfo") as handle:
+            fields = dict(line.split(":", 1) for line in handle)
+        available = int(fields["MemAvailable"].split()[0]) * 1024
+        with open("/proc/self/statm") as handle:
+            mapped = int(handle.read().split()[0]) * (resource.getpagesize() if resource else 4096)
+    except (OSError, KeyError, ValueError, IndexError):
+        return None
+    return available + mapped
+
+
+_available = _memory_available()
+
+
 def describe(size: int) -> str:
     return f"{size / (1 << 30):.1f} GiB" if size >= 1 << 30 else f"{size >> 20} MiB"
 
@@ -74,6 +91,10 @@ class MemoryCeiling:
     def _set(self, size: int) -> None:
         if resource is None or not hasattr(resource, "RLIMIT_AS"):
             return
+        if self.automatic and _available is not None:
+            # never more than the machine has: past it the kernel's OOM killer, not this
+            # ceiling, would end the run (inputs that claim terabytes, a sparse data file)
+            size = min(size, _available)
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         if hard != resource.RLIM_INFINITY:
             size = min(size, hard)
