@@ -211,7 +211,7 @@ def check(files: tuple[Path, ...]) -> None:
         try:
             pack = parse_pack_file(path)
         except RuleError as error:
-            _say_lines(error.render())
+            _say_error(error)
             failed = True
             continue
         errors = check_pack(pack)
@@ -219,7 +219,7 @@ def check(files: tuple[Path, ...]) -> None:
             text = read_text(path)  # (read once already: it is a bounded regular file)
             for error in errors:
                 error.snippet = snippet(text, error.line, error.column)
-                _say_lines(error.render())
+                _say_error(error)
             failed = True
         else:
             out.print(f"{path}: ok, pack '{pack.name}' level {pack.level}, "
@@ -228,9 +228,13 @@ def check(files: tuple[Path, ...]) -> None:
         sys.exit(EXIT_USAGE)
 
 
-def _say_lines(text: str) -> None:
-    for line in text.splitlines():
-        _say(line)
+def _say_error(error: RuleError) -> None:
+    """A rule error: one line, and at a terminal the source line with a caret under it."""
+    if sys.stderr.isatty():
+        for line in error.render().splitlines():
+            _say(line)
+    else:
+        _say(str(error))
 
 
 @cli.command()
