@@ -39,6 +39,10 @@ class RuleError(RewriterError):
         self.column = column
         self.snippet = snippet
 
+    def __reduce__(self):
+        # (pickled whole: a rule error raised in a worker process keeps its position)
+        return (type(self), (self.message, self.file, self.line, self.column, self.snippet))
+
     def render(self) -> str:
         head = f"{self.file}:{self.line}:{self.column}: {self.message}"
         return f"{head}\n{self.snippet}" if self.snippet else head
@@ -65,7 +69,11 @@ class FixpointError(RewriterError):
         super().__init__(f"pack '{pack}' did not reach a fixpoint after {bound} rewrites; "
                          f"rules still firing: {busiest}")
         self.pack = pack
+        self.bound = bound
         self.rule_counts = dict(rule_counts)
+
+    def __reduce__(self):
+        return (type(self), (self.pack, self.bound, self.rule_counts))
 
 
 class GrowthError(FixpointError):
@@ -78,7 +86,11 @@ class GrowthError(FixpointError):
         RewriterError.__init__(self, f"pack '{pack}' grew the graph past its bound ({what}); "
                                      f"rules still firing: {busiest}")
         self.pack = pack
+        self.what = what
         self.rule_counts = dict(rule_counts)
+
+    def __reduce__(self):
+        return (type(self), (self.pack, self.what, self.rule_counts))
 
 
 class ArgumentError(RewriterError, TypeError):

@@ -107,7 +107,7 @@ def _check_external_data(model: ModelProto, path: Path) -> tuple[list[Path], int
     Returns the data files and how many bytes will be read from them."""
     base = path.parent.resolve()
     regions: dict[Path, list[tuple[int, int, str]]] = {}
-    for graph, tensor in graph_tensors(model.graph):
+    for _, tensor in graph_tensors(model.graph):
         entries = external_location(tensor)
         if entries is None:
             continue
