@@ -7,7 +7,9 @@
 from __future__ import annotations
 
 import sys
+import time
 import traceback
+import unicodedata
 from pathlib import Path
 
 import click
@@ -15,8 +17,11 @@ from rich.console import Console
 from rich.table import Table
 
 from .errors import ModelError, RewriterError, RuleError
+from .limits import MemoryCeiling, describe, parse_size
+from .signals import Interrupted, interruptible
 
 EXIT_USAGE = 2
+MAX_MESSAGE = 2000  # characters of an error line (names in it come from the input)
 
 def _console(stderr: bool = False) -> Console:
     """Rich console; when output is not a terminal, wide enough not to truncate names."""
@@ -28,8 +33,25 @@ out = _console()
 err = _console(stderr=True)
 
 
-def _fail(error: RewriterError) -> None:
-    err.print(f"error: {error.render()}", markup=False, soft_wrap=True)
+def one_line(text: str) -> str:
+    """``text`` as one line: control characters (a newline in a node name) escaped, and
+    cut at ``MAX_MESSAGE`` characters."""
+    out = "".join(repr(c)[1:-1] if unicodedata.category(c)[0] == "C" else c for c in str(text))
+    return out if len(out) <= MAX_MESSAGE else out[:MAX_MESSAGE] + "..."
+
+
+def _say(line: str) -> None:
+    """Write one line to stderr (plainly: no markup, no wrapping)."""
+    try:
+        sys.stderr.write(one_line(line) + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # stderr closed: the exit code still tells
+        pass
+
+
+def _fail(error: BaseException | str) -> None:
+    """Any error a user can cause: one line on stderr, exit code 2."""
+    _say(f"error: {error}")
     sys.exit(EXIT_USAGE)
 
 
@@ -58,44 +80,79 @@ def cli() -> None:
               help="respect: never fuse nodes with different layer_ann (root: the root's wins).")
 @click.option("--provider-kernels", multiple=True, type=click.Path(path_type=Path),
               help="A .kernels file describing another provider's kernels (repeatable).")
-@click.option("--max-rewrites", type=int, default=None,
-              help="Bound on rewrites per level before reporting a pack that never settles.")
+@click.option("--max-rewrites", type=click.IntRange(min=0), default=None,
+              help="Bound on rewrites per level before reporting a pack that never settles "
+                   "(0: any rewrite is reported).")
 @click.option("--external-data", type=click.Choice(["auto", "always", "never"]), default="auto",
               show_default=True,
               help="Write initializers to one data file beside the output: auto = when the "
                    "input had external data or the model exceeds 2 GB.")
 @click.option("--external-data-file", default=None,
-              help="Name of that file, beside the output (default: OUTPUT_NAME.data).")
+              help="Name of that file, beside the output (default: OUTPUT_NAME.data); never "
+                   "an existing file this run did not write.")
 @click.option("--external-data-threshold", type=click.IntRange(min=0), default=1024,
               show_default=True, help="Only tensors of at least this many bytes go there.")
+@click.option("--max-memory", default="auto", show_default=True,
+              help="Address-space ceiling of the run (e.g. 4G; none): past it the run stops "
+                   "with an error.  auto: 1 GiB plus a multiple of the inputs' size.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def optimize(model: Path, output: Path, level: str, rule_files: tuple[Path, ...],
              no_bundled: bool, providers: str, layer_assignment: str | None,
              annotation_boundaries: str, provider_kernels: tuple[Path, ...],
              max_rewrites: int | None, external_data: str, external_data_file: str | None,
-             external_data_threshold: int, quiet: bool) -> None:
+             external_data_threshold: int, max_memory: str, quiet: bool) -> None:
     """Optimize MODEL with the rule packs up to --level and write it to -o."""
-    from .graph.model_io import read_model, save_model
+    from .graph.model_io import check_output, read_model, save_model
+    from .graph.output_file import file_status
     from .pipeline import optimize as run_optimize
+    from .text_files import text_size
 
-    try:
-        source, had_external = read_model(model)
-        result = run_optimize(source, level=level, rules=list(rule_files), bundled=not no_bundled,
-                              max_rewrites=max_rewrites, providers=providers,
-                              layer_assignment=layer_assignment,
-                              annotation_boundaries=annotation_boundaries,
-                              provider_kernels=list(provider_kernels))
-        save_model(result.model, output, external_data=external_data, location=external_data_file,
-                   size_threshold=external_data_threshold, source_used_external=had_external)
-    except ModelError as error:
-        _fail(error if str(error).startswith(str(model)) or str(error).startswith(str(output))
-              else ModelError(f"{model}: {error}"))
+    ceiling = _ceiling(max_memory)
+    inputs = file_status([model, *rule_files, *provider_kernels])  # never written over
+    try:  # an output that would be refused is refused before any work
+        check_output(output, external_data, external_data_file, inputs)
+        ceiling.allow(rules_bytes=sum(text_size(f) for f in (*rule_files, *provider_kernels)))
+        try:
+            loaded = read_model(model, reserve=lambda nbytes: ceiling.allow(input_bytes=nbytes))
+        except ModelError as error:
+            raise error if str(error).startswith(str(model)) else ModelError(f"{model}: {error}") from None
+        ceiling.allow(nodes=len(loaded.model.graph.node))
+        protected = loaded.protected() + inputs
+        check_output(output, external_data, external_data_file, protected)
+        try:
+            result = run_optimize(loaded.model, level=level, rules=list(rule_files),
+                                  bundled=not no_bundled, max_rewrites=max_rewrites,
+                                  providers=providers, layer_assignment=layer_assignment,
+                                  annotation_boundaries=annotation_boundaries,
+                                  provider_kernels=list(provider_kernels))
+        except ModelError as error:
+            raise ModelError(f"{model}: {error}") from None
+        start = time.perf_counter()
+        save_model(result, output, external_data=external_data, location=external_data_file,
+                   size_threshold=external_data_threshold, source_used_external=loaded.had_external,
+                   protect=protected)
+        result.report.seconds["write"] = time.perf_counter() - start
     except RewriterError as error:
         _fail(error)
+    except MemoryError:
+        _fail(f"out of memory: the run needed more than {ceiling.describe()} "
+              f"(raise it with --max-memory)")
     if not quiet:
         _print_report(result.report, model, output)
         if result.report.partition is not None:
             _print_partition(result.report)
+
+
+def _ceiling(max_memory: str) -> MemoryCeiling:
+    from .limits import TooLittle
+
+    try:
+        size = None if max_memory == "auto" else parse_size(max_memory)
+        return MemoryCeiling(size, automatic=max_memory == "auto")
+    except TooLittle as error:
+        _fail(f"out of memory: --max-memory {error}")
+    except ValueError as error:
+        _fail(f"--max-memory: {error}")
 
 
 def _print_partition(report) -> None:
@@ -150,28 +207,38 @@ def _print_report(report, model: Path, output: Path) -> None:
 def check(files: tuple[Path, ...]) -> None:
     """Parse and type-check .rules files; every error as file:line:col: message."""
     from .dsl import check_pack, parse_pack_file
-    from .dsl.parse import _snippet
+    from .dsl.parse import snippet
+    from .text_files import read_text
 
     failed = False
     for path in files:
         try:
             pack = parse_pack_file(path)
         except RuleError as error:
-            err.print(error.render(), markup=False, soft_wrap=True)
+            _say_error(error)
             failed = True
             continue
         errors = check_pack(pack)
         if errors:
-            text = path.read_text(encoding="utf-8")
+            text = read_text(path)  # (read once already: it is a bounded regular file)
             for error in errors:
-                error.snippet = _snippet(text, error.line, error.column)
-                err.print(error.render(), markup=False, soft_wrap=True)
+                error.snippet = snippet(text, error.line, error.column)
+                _say_error(error)
             failed = True
         else:
             out.print(f"{path}: ok, pack '{pack.name}' level {pack.level}, "
-                      f"{len(pack.rules)} rules")
+                      f"{len(pack.rules)} rules", markup=False)
     if failed:
         sys.exit(EXIT_USAGE)
+
+
+def _say_error(error: RuleError) -> None:
+    """A rule error: one line, and at a terminal the source line with a caret under it."""
+    if sys.stderr.isatty():
+        for line in error.render().splitlines():
+            _say(line)
+    else:
+        _say(str(error))
 
 
 @cli.command()
@@ -199,7 +266,8 @@ def verify(packs: tuple[Path, ...], rules: tuple[str, ...], examples: int | None
     from .verify.campaign import collect_packs
 
     if out_dir.exists() and not out_dir.is_dir():
-        _fail(RewriterError(f"--out {out_dir}: exists and is not a directory"))
+        _fail(f"{out_dir}: exists and is not a directory (--out names the directory "
+              f"counterexamples are written to)")
     try:
         chosen = collect_packs(list(packs) or None)
     except RewriterError as error:
@@ -219,6 +287,8 @@ def verify(packs: tuple[Path, ...], rules: tuple[str, ...], examples: int | None
                                 on_rule=advance, jobs=jobs)
         except RewriterError as error:
             _fail(error)
+        except OSError as error:  # the counterexample directory cannot be written
+            _fail(f"{out_dir}: cannot write counterexamples: {error.strerror or error}")
     table = Table(title="verification", title_justify="left")
     for column, justify in (("rule", "left"), ("draws", "right"), ("applied", "right"),
                             ("near misses refused", "right"), ("max abs error", "right"),
@@ -265,19 +335,38 @@ def list_rules(level: str) -> None:
 
 
 def main() -> None:
-    """Entry point: any error a user can cause exits 2 with one line; bugs exit 1."""
-    try:
-        cli(standalone_mode=True)
-    except RewriterError as error:  # pragma: no cover - commands catch their own
-        _fail(error)
-    except Exception as error:  # an engine bug: say so briefly; details on demand
-        err.print(f"internal error: {error.__class__.__name__}: {error}", markup=False,
-                  soft_wrap=True)
-        err.print("please report this with the model and rules that caused it; set "
-                  "REWRITER_DEBUG=1 for a traceback", markup=False)
-        if _debug():
-            traceback.print_exc()
-        sys.exit(1)
+    """Entry point: any error a user can cause exits 2 with one line; bugs exit 1.
+
+    Usage errors (click's), termination signals (after cleanup: no temporary file is
+    left), running out of memory and nesting too deep for Python's stack are errors a user
+    can cause too."""
+    with interruptible():
+        try:
+            code = cli.main(standalone_mode=False)
+        except click.exceptions.Exit as done:  # --help, --version
+            code = done.exit_code
+        except click.ClickException as error:
+            _fail(error.format_message())
+        except click.Abort:
+            _fail("aborted")
+        except RewriterError as error:  # pragma: no cover - commands catch their own
+            _fail(error)
+        except Interrupted as signal_:
+            _fail(f"{signal_}; nothing was written")
+        except MemoryError:
+            _fail("out of memory (see --max-memory)")
+        except RecursionError:
+            _fail("input nested too deeply to process")
+        except BrokenPipeError:
+            _fail("cannot print: the output stream was closed")
+        except Exception as error:  # an engine bug: say so briefly; details on demand
+            _say(f"internal error: {error.__class__.__name__}: {error}")
+            _say("please report this with the model and rules that caused it; set "
+                 "REWRITER_DEBUG=1 for a traceback")
+            if _debug():
+                traceback.print_exc()
+            sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def _debug() -> bool:

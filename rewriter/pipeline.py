@@ -23,9 +23,11 @@ from typing import Iterable, Sequence
 from onnx import ModelProto
 
 from .dsl import Pack, load_pack
-from .errors import ModelError, RewriterError
+from .errors import RewriterError, expect
+from .expr.budget import end_run, start_run
 from .graph.model import FunctionState, ModelState, op_histogram
 from .graph.model_io import load_model
+from .graph.wire import ModelParts
 from .resources import bundled_pack_paths
 from .partition import PartitionReport, parse_layer_assignment, partition, provider_list
 from .partition.kernels import register_kernel_file
@@ -39,6 +41,7 @@ LEVEL_LABELS = {0: "required", 1: "basic", 2: "extended", 3: "layout", 4: "level
 
 def parse_level(level: str | int) -> int:
     """``basic`` / ``extended`` / ``layout`` / ``all`` / a number 0-4 -> the level number."""
+    expect(level, (str, int), "level")
     if isinstance(level, int):
         value = level
     else:
@@ -88,18 +91,64 @@ class Report:
         return sum(r.applied for r in self.rules if r.rule == rule)
 
 
-@dataclass
 class Result:
-    model: ModelProto
-    report: Report
+    """What ``optimize`` returns: the ``report``, and the optimized ``model``, assembled
+    when first asked for (a copy of every weight).  ``save_model`` writes a result without
+    assembling it: for a big model that is one copy of its weights fewer."""
+
+    def __init__(self, state: ModelState, report: Report) -> None:
+        self._state: ModelState | None = state
+        self._model: ModelProto | None = None
+        self.report = report
+
+    @property
+    def model(self) -> ModelProto:
+        if self._model is None:
+            start = time.perf_counter()
+            self._model = self._state.to_model()
+            self._state = None  # (the view is no longer needed)
+            self.report.seconds["write back"] = time.perf_counter() - start
+        return self._model
+
+    def model_parts(self):
+        """The optimized model as ``save_model`` writes it (see graph/wire.py)."""
+        if self._model is not None:
+            return ModelParts.of(self._model)
+        return self._state.model_parts()
 
 
 def _as_model(model_or_path: ModelProto | str | os.PathLike) -> ModelProto:
+    expect(model_or_path, (ModelProto, str, os.PathLike), "the model")
     if isinstance(model_or_path, ModelProto):
         return model_or_path
-    if isinstance(model_or_path, (str, os.PathLike)):
-        return load_model(model_or_path)
-    raise ModelError(f"expected an onnx.ModelProto or a path, got {type(model_or_path).__name__}")
+    return load_model(model_or_path)
+
+
+def _check_arguments(rules, bundled, max_rewrites, providers, layer_assignment,
+                     annotation_boundaries, provider_kernels) -> None:
+    """Arguments of the wrong kind are the library's own error (an ``ArgumentError``, also
+    a ``TypeError``), said before any work; a bare string where a list of files is expected
+    would otherwise be read one character at a time."""
+    if rules is not None:
+        expect(rules, (list, tuple), "rules (a list of rules files or packs)")
+        for item in rules:
+            expect(item, (str, os.PathLike, Pack), "each of rules")
+    expect(bundled, bool, "bundled")
+    if max_rewrites is not None:
+        expect(max_rewrites, int, "max_rewrites")
+        if max_rewrites < 0:
+            raise RewriterError(f"max_rewrites must be >= 0, not {max_rewrites}")
+    if providers is not None:
+        expect(providers, (str, list, tuple), "providers")
+        if not isinstance(providers, str):
+            for item in providers:
+                expect(item, str, "each of providers")
+    if layer_assignment is not None:
+        expect(layer_assignment, str, "layer_assignment")
+    expect(annotation_boundaries, str, "annotation_boundaries")
+    expect(provider_kernels, (list, tuple), "provider_kernels (a list of .kernels files)")
+    for item in provider_kernels:
+        expect(item, (str, os.PathLike), "each of provider_kernels")
 
 
 def _select_packs(level: int, rules: Iterable[str | os.PathLike | Pack] | None,
@@ -130,6 +179,8 @@ def optimize(model_or_path: ModelProto | str | os.PathLike, level: str | int = "
     ``provider_kernels`` adds kernel tables for providers (``.kernels`` files).
     The input model is not modified; the result holds a new ``ModelProto`` and a ``Report``.
     """
+    _check_arguments(rules, bundled, max_rewrites, providers, layer_assignment,
+                     annotation_boundaries, provider_kernels)
     collecting = gc.isenabled()
     gc.disable()  # many small short-lived objects, few cycles: with collections on, a 10k-node
     try:          # graph took 2.0-2.2 s instead of 1.6-1.8 s (bench/synthetic.py, extended)
@@ -161,7 +212,18 @@ def _optimize(model_or_path, level, rules, bundled, max_rewrites, providers, lay
     sharing = any("common_subexpression_elimination" in p.builtins for p in packs if p.level <= 1)
     state = ModelState(source, constants_on_load=LARGE_INPUT if folding else None, share_constants=sharing)
     timings["build view"] = time.perf_counter() - start
+    start_run(state.view.initializer_bytes)  # what the rules' expressions may make (expr/budget.py)
+    try:
+        return _run_levels(state, source, packs, level_number, provider_order, layer_assignment,
+                           annotation_boundaries, max_rewrites, timings)
+    finally:
+        end_run()
 
+
+def _run_levels(state: ModelState, source: ModelProto, packs: list[Pack], level_number: int,
+                provider_order: list[str], layer_assignment: str | None, annotation_boundaries: str,
+                max_rewrites: int | None, timings: dict[str, float]) -> Result:
+    """Each level in order (partitioning between 1 and 2), then the report."""
     report = Report(nodes_before=len(source.graph.node), ops_before=op_histogram(source))
     if state.removed_on_load:  # the folding built-in's first round, done while loading
         report.builtins["constant_folding"] = state.removed_on_load
@@ -178,15 +240,13 @@ def _optimize(model_or_path, level, rules, bundled, max_rewrites, providers, lay
         for lvl in (lvl for lvl in levels if lvl >= 2):
             _run_level(state, packs, lvl, Placement(after_partition=True), max_rewrites, report, timings)
 
-    start = time.perf_counter()
-    model = state.to_model()
-    timings["write back"] = time.perf_counter() - start
-    report.nodes_after = len(model.graph.node)
-    report.ops_after = op_histogram(model)
+    nodes = state.view.nodes_in_order()
+    report.nodes_after = len(nodes)
+    report.ops_after = op_histogram(nodes)
     if report.partition is not None:
-        report.providers_after = dict(Counter(provider_of(n) or "" for n in model.graph.node))
+        report.providers_after = dict(Counter(provider_of(n) or "" for n in nodes))
     report.seconds = timings
-    return Result(model, report)
+    return Result(state, report)
 
 
 def _run_level(state, packs: list[Pack], lvl: int, placement: Placement,

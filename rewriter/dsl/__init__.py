@@ -1,12 +1,14 @@
 """The rule language: text -> checked, immutable ``Pack`` objects."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from ..errors import RuleError
+from ..errors import RuleError, expect
+from ..text_files import MAX_TEXT_BYTES, TextFileError, read_text
 from .ast import Pack, Rule
 from .check import check_pack, check_rules
-from .parse import parse_pack, parse_pack_file
+from .parse import parse_pack, parse_pack_file, snippet
 
 _CACHE: dict[tuple[str, int, int], Pack] = {}
 
@@ -15,13 +17,17 @@ def _raise_first(errors: list[RuleError], text: str | None) -> None:
     if errors:
         first = errors[0]
         if text is not None and not first.snippet:
-            from .parse import _snippet
-            first.snippet = _snippet(text, first.line, first.column)
+            first.snippet = snippet(text, first.line, first.column)
         raise first
 
 
 def load_pack_text(text: str, file: str = "<rules>") -> Pack:
     """Parse and check a pack given as text; raises the first ``RuleError``."""
+    expect(text, str, "load_pack_text()'s text")
+    expect(file, str, "load_pack_text()'s file name")
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
+        raise RuleError(f"rules text larger than {MAX_TEXT_BYTES >> 10} KB; split it into "
+                        f"several packs", file, 0, 0)
     pack = parse_pack(text, file)
     _raise_first(check_pack(pack), text)
     return pack
@@ -29,6 +35,7 @@ def load_pack_text(text: str, file: str = "<rules>") -> Pack:
 
 def load_pack(path: str | Path) -> Pack:
     """Parse and check a pack file, once per process (cached by path, size and mtime)."""
+    expect(path, (str, os.PathLike), "load_pack()'s path")
     path = Path(path)
     try:
         stat = path.stat()
@@ -36,8 +43,12 @@ def load_pack(path: str | Path) -> Pack:
         raise RuleError(f"cannot read rules file: {err.strerror or err}", str(path)) from None
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
     if key not in _CACHE:
-        pack = parse_pack_file(path)
-        _raise_first(check_pack(pack), path.read_text(encoding="utf-8"))
+        try:
+            text = read_text(path)
+        except TextFileError as err:
+            raise RuleError(f"cannot read rules file: {err}", str(path), 0, 0) from None
+        pack = parse_pack(text, str(path))
+        _raise_first(check_pack(pack), text)
         _CACHE[key] = pack
     return _CACHE[key]
 
@@ -49,12 +60,12 @@ def load_pack_checked(source: str | Path | Pack) -> tuple[Pack, dict[str, list[R
     if isinstance(source, Pack):
         pack, text = source, None
     else:
-        path = Path(source)
-        pack = parse_pack_file(path)
+        expect(source, (str, os.PathLike), "load_pack_checked()'s source")
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            text = None
+            text = read_text(Path(source))
+        except TextFileError as err:
+            raise RuleError(f"cannot read rules file: {err}", str(source), 0, 0) from None
+        pack = parse_pack(text, str(source))
     pack_errors, by_rule = check_rules(pack)
     _raise_first(pack_errors, text)
     return pack, by_rule

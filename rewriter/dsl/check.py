@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from ..errors import Position, RuleError
+from ..errors import Position, RuleError, expect
 from ..expr.dtypes import DTYPES
 from ..expr.functions import CONSTANTS, FUNCTIONS
 from . import ast as A
@@ -345,6 +345,7 @@ def _children(expr: A.Expr):
 
 def check_pack(pack: A.Pack) -> list[RuleError]:
     """Every static problem of a pack, in source order (empty when it is fine)."""
+    expect(pack, A.Pack, "check_pack()'s pack")
     pack_errors, by_rule = _Checker(pack).check_pack()
     errors = pack_errors + [e for found in by_rule.values() for e in found]
     return sorted(errors, key=lambda e: (e.line, e.column))

@@ -11,12 +11,14 @@ import itertools
 from functools import lru_cache
 from pathlib import Path
 
-from lark import Lark, Transformer, v_args
+from lark import Lark, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from ..errors import Position, RewriterError, RuleError
 from ..resources import grammar_text
+from ..text_files import TextFileError, read_text
 from . import ast as A
+from .schemas import latest_opset
 
 _TOKEN_NAMES = {
     "NAME": "a name", "DOTTED": "a dotted name", "INT": "an integer", "FLOAT": "a number",
@@ -34,8 +36,6 @@ def _parser() -> Lark:
                 cache=True)
 
 
-def _pos(meta_or_token) -> Position:
-    return Position(getattr(meta_or_token, "line", 0) or 0, getattr(meta_or_token, "column", 0) or 0)
 
 
 class _ToAst(Transformer):
@@ -47,47 +47,59 @@ class _ToAst(Transformer):
         self._fresh = itertools.count(1)
         self._pending: list[A.Equation] = []  # equations produced by nested calls
 
+    def _pos(self, meta_or_token) -> Position:
+        return Position(getattr(meta_or_token, "line", 0) or 0,
+                        getattr(meta_or_token, "column", 0) or 0, self.file)
+
     # ---- numbers and literals
+    def _int(self, tok) -> int:
+        """An integer token's value (a literal of hundreds of digits is an error: Python
+        refuses to convert more than 4,300 anyway)."""
+        if len(tok) > MAX_INT_DIGITS:
+            raise RuleError(f"integer literal of {len(tok)} digits (at most {MAX_INT_DIGITS})",
+                            self.file, tok.line, tok.column)
+        return int(tok)
+
     def int_(self, children):
         (tok,) = children
-        return A.Num(int(tok), _pos(tok))
+        return A.Num(self._int(tok), self._pos(tok))
 
     def float_(self, children):
         (tok,) = children
-        return A.Num(float(tok), _pos(tok))
+        return A.Num(float(tok), self._pos(tok))
 
     @v_args(meta=True)
     def inf(self, meta, children):
-        return A.Num(float("inf"), _pos(meta))
+        return A.Num(float("inf"), self._pos(meta))
 
     @v_args(meta=True)
     def negative_number(self, meta, children):
-        return A.Num(-children[0].value, _pos(meta))
+        return A.Num(-children[0].value, self._pos(meta))
 
     @v_args(meta=True)
     def lit_exact(self, meta, children):
-        return A.Literal(children[0].value, False, _pos(meta))
+        return A.Literal(children[0].value, False, self._pos(meta))
 
     @v_args(meta=True)
     def lit_approx(self, meta, children):
-        return A.Literal(children[0].value, True, _pos(meta))
+        return A.Literal(children[0].value, True, self._pos(meta))
 
     @v_args(meta=True)
     def lit_true(self, meta, children):
-        return A.Literal(True, False, _pos(meta))
+        return A.Literal(True, False, self._pos(meta))
 
     @v_args(meta=True)
     def lit_false(self, meta, children):
-        return A.Literal(False, False, _pos(meta))
+        return A.Literal(False, False, self._pos(meta))
 
     # ---- expressions
     def string(self, children):
         (tok,) = children
-        return A.Str(str(tok)[1:-1], _pos(tok))
+        return A.Str(str(tok)[1:-1], self._pos(tok))
 
     def name(self, children):
         (tok,) = children
-        return A.Name(str(tok), _pos(tok))
+        return A.Name(str(tok), self._pos(tok))
 
     def dotted(self, children):
         (tok,) = children
@@ -95,42 +107,42 @@ class _ToAst(Transformer):
         if "." in attr:
             raise RuleError(f"'{tok}' is not an attribute reference (use var.attribute)",
                             self.file, tok.line, tok.column)
-        return A.AttrRef(var, attr, _pos(tok))
+        return A.AttrRef(var, attr, self._pos(tok))
 
     @v_args(meta=True)
     def none(self, meta, children):
-        return A.Const(None, _pos(meta))
+        return A.Const(None, self._pos(meta))
 
     @v_args(meta=True)
     def true(self, meta, children):
-        return A.Const(True, _pos(meta))
+        return A.Const(True, self._pos(meta))
 
     @v_args(meta=True)
     def false(self, meta, children):
-        return A.Const(False, _pos(meta))
+        return A.Const(False, self._pos(meta))
 
     @v_args(meta=True)
     def list_(self, meta, children):
-        return A.ListExpr(tuple(c for c in children if c is not None), _pos(meta))
+        return A.ListExpr(tuple(c for c in children if c is not None), self._pos(meta))
 
     @v_args(meta=True)
     def neg(self, meta, children):
         (operand,) = children
         if isinstance(operand, A.Num):
-            return A.Num(-operand.value, _pos(meta))
-        return A.Unary("-", operand, _pos(meta))
+            return A.Num(-operand.value, self._pos(meta))
+        return A.Unary("-", operand, self._pos(meta))
 
     @v_args(meta=True)
     def not_(self, meta, children):
-        return A.Unary("not", children[0], _pos(meta))
+        return A.Unary("not", children[0], self._pos(meta))
 
     @v_args(meta=True)
     def or_expr(self, meta, children):
-        return A.BoolOp("or", tuple(children), _pos(meta))
+        return A.BoolOp("or", tuple(children), self._pos(meta))
 
     @v_args(meta=True)
     def and_expr(self, meta, children):
-        return A.BoolOp("and", tuple(children), _pos(meta))
+        return A.BoolOp("and", tuple(children), self._pos(meta))
 
     def comp_op(self, children):
         return " ".join(str(c) for c in children)
@@ -143,12 +155,12 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def comparison(self, meta, children):
-        return A.Compare(tuple(children[1::2]), tuple(children[0::2]), _pos(meta))
+        return A.Compare(tuple(children[1::2]), tuple(children[0::2]), self._pos(meta))
 
     def _fold_left(self, meta, children):
         result = children[0]
         for op, right in zip(children[1::2], children[2::2]):
-            result = A.Binary(op, result, right, _pos(meta))
+            result = A.Binary(op, result, right, self._pos(meta))
         return result
 
     @v_args(meta=True)
@@ -163,20 +175,20 @@ class _ToAst(Transformer):
     def coalesce(self, meta, children):
         result = children[0]
         for right in children[1:]:
-            result = A.Binary("??", result, right, _pos(meta))
+            result = A.Binary("??", result, right, self._pos(meta))
         return result
 
     @v_args(meta=True)
     def power(self, meta, children):
-        return A.Binary("**", children[0], children[1], _pos(meta))
+        return A.Binary("**", children[0], children[1], self._pos(meta))
 
     @v_args(meta=True)
     def index(self, meta, children):
-        return A.Index(children[0], children[1], _pos(meta))
+        return A.Index(children[0], children[1], self._pos(meta))
 
     @v_args(meta=True)
     def slice(self, meta, children):
-        return A.Slice(children[0], children[1], _pos(meta))
+        return A.Slice(children[0], children[1], self._pos(meta))
 
     @v_args(meta=True)
     def call(self, meta, children):
@@ -185,48 +197,48 @@ class _ToAst(Transformer):
         if rest and isinstance(rest[-1], tuple) and rest[-1][:1] == ("attrs",):
             attrs = rest.pop()[1]
         args = tuple(a for a in rest if a is not None)
-        return A.Call(str(func), args, attrs, _pos(meta))
+        return A.Call(str(func), args, attrs, self._pos(meta))
 
     def rattrs(self, children):
         return ("attrs", tuple(c for c in children if c is not None))
 
     @v_args(meta=True)
     def rattr_spread(self, meta, children):
-        return A.AttrSpread(str(children[0]), _pos(meta))
+        return A.AttrSpread(str(children[0]), self._pos(meta))
 
     @v_args(meta=True)
     def rattr_set(self, meta, children):
-        return A.AttrSet(str(children[0]), children[1], _pos(meta))
+        return A.AttrSet(str(children[0]), children[1], self._pos(meta))
 
     @v_args(meta=True)
     def rattr_shorthand(self, meta, children):
         name = str(children[0])
-        return A.AttrSet(name, A.Name(name, _pos(meta)), _pos(meta))
+        return A.AttrSet(name, A.Name(name, self._pos(meta)), self._pos(meta))
 
     # ---- pattern
     @v_args(meta=True)
     def arg_var(self, meta, children):
-        return A.VarArg(str(children[0]), False, _pos(meta))
+        return A.VarArg(str(children[0]), False, self._pos(meta))
 
     @v_args(meta=True)
     def arg_optional(self, meta, children):
-        return A.VarArg(str(children[0]), True, _pos(meta))
+        return A.VarArg(str(children[0]), True, self._pos(meta))
 
     @v_args(meta=True)
     def arg_any(self, meta, children):
-        return A.AnyArg(_pos(meta))
+        return A.AnyArg(self._pos(meta))
 
     @v_args(meta=True)
     def arg_rest(self, meta, children):
-        return A.RestArg(str(children[0]), _pos(meta))
+        return A.RestArg(str(children[0]), self._pos(meta))
 
     @v_args(meta=True)
     def arg_literal(self, meta, children):
-        return A.LiteralArg(children[0], None, _pos(meta))
+        return A.LiteralArg(children[0], None, self._pos(meta))
 
     @v_args(meta=True)
     def arg_literal_as(self, meta, children):
-        return A.LiteralArg(children[0], str(children[1]), _pos(meta))
+        return A.LiteralArg(children[0], str(children[1]), self._pos(meta))
 
     @v_args(meta=True)
     def arg_nested(self, meta, children):
@@ -234,20 +246,20 @@ class _ToAst(Transformer):
         temp = f"${next(self._fresh)}"
         self._pending.append(A.Equation((A.Out(temp, False, op_pattern.pos),), (op_pattern,),
                                         op_pattern.pos))
-        return A.VarArg(temp, False, _pos(meta))
+        return A.VarArg(temp, False, self._pos(meta))
 
     @v_args(meta=True)
     def pattr_capture(self, meta, children):
         name = str(children[0])
-        return A.AttrPattern(name, A.Name(name, _pos(meta)), _pos(meta))
+        return A.AttrPattern(name, A.Name(name, self._pos(meta)), self._pos(meta))
 
     @v_args(meta=True)
     def pattr_any(self, meta, children):
-        return A.AttrPattern(str(children[0]), None, _pos(meta))
+        return A.AttrPattern(str(children[0]), None, self._pos(meta))
 
     @v_args(meta=True)
     def pattr_unify(self, meta, children):
-        return A.AttrPattern(str(children[0]), children[1], _pos(meta))
+        return A.AttrPattern(str(children[0]), children[1], self._pos(meta))
 
     def pattrs(self, children):
         return tuple(c for c in children if c is not None)
@@ -259,22 +271,22 @@ class _ToAst(Transformer):
         if rest and isinstance(rest[-1], tuple):
             attrs = rest.pop()
         domain, op = A.split_op_name(str(opname))
-        return A.OpPattern(domain, op, tuple(a for a in rest if a is not None), attrs, _pos(meta))
+        return A.OpPattern(domain, op, tuple(a for a in rest if a is not None), attrs, self._pos(meta))
 
     def alternatives(self, children):
         return tuple(children)
 
     @v_args(meta=True)
     def out_name(self, meta, children):
-        return A.Out(str(children[0]), False, _pos(meta))
+        return A.Out(str(children[0]), False, self._pos(meta))
 
     @v_args(meta=True)
     def out_optional(self, meta, children):
-        return A.Out(str(children[0]), True, _pos(meta))
+        return A.Out(str(children[0]), True, self._pos(meta))
 
     @v_args(meta=True)
     def out_ignored(self, meta, children):
-        return A.Out(None, False, _pos(meta))
+        return A.Out(None, False, self._pos(meta))
 
     def outs(self, children):
         return tuple(children)
@@ -289,18 +301,18 @@ class _ToAst(Transformer):
                             "equation of its own", self.file, meta.line, meta.column)
         if keep is not None:  # nested calls of a kept equation are context too
             nested = [dataclasses.replace(eq, keep=True) for eq in nested]
-        return [*nested, A.Equation(outs, alternatives, _pos(meta), keep=keep is not None)]
+        return [*nested, A.Equation(outs, alternatives, self._pos(meta), keep=keep is not None)]
 
     @v_args(meta=True)
     def where(self, meta, children):
-        return [A.Where(children[0], _pos(meta))]
+        return [A.Where(children[0], self._pos(meta))]
 
     @v_args(meta=True)
     def let(self, meta, children):
-        return [A.Let(str(children[0]), children[1], _pos(meta))]
+        return [A.Let(str(children[0]), children[1], self._pos(meta))]
 
     def dim_int(self, children):
-        return int(children[0])
+        return self._int(children[0])
 
     def dim_name(self, children):
         return str(children[0])
@@ -309,32 +321,45 @@ class _ToAst(Transformer):
     def example_shape(self, meta, children):
         name, dtype, *dims = children
         dims = tuple(d for d in dims if d is not None)
-        return A.Example(str(name), None if dtype is None else str(dtype), dims, pos=_pos(meta))
+        known = [d for d in dims if isinstance(d, int)]
+        elements = 1
+        for d in known:
+            elements *= d
+        if len(dims) > MAX_EXAMPLE_RANK or any(d > MAX_EXAMPLE_DIM for d in known) \
+                or elements > MAX_EXAMPLE_ELEMENTS:
+            raise RuleError(f"example shape {list(dims)} is too large for an instance (at most "
+                            f"{MAX_EXAMPLE_RANK} dims of at most {MAX_EXAMPLE_DIM}, "
+                            f"{MAX_EXAMPLE_ELEMENTS} elements)", self.file, meta.line, meta.column)
+        return A.Example(str(name), None if dtype is None else str(dtype), dims, pos=self._pos(meta))
 
     @v_args(meta=True)
     def example_value(self, meta, children):
-        return A.Example(str(children[0]), value=children[1], pos=_pos(meta))
+        return A.Example(str(children[0]), value=children[1], pos=self._pos(meta))
 
     @v_args(meta=True)
     def example_opset(self, meta, children):
-        return A.Example(None, opset=int(children[0]), pos=_pos(meta))
+        opset = self._int(children[0])
+        if not 1 <= opset <= latest_opset(""):
+            raise RuleError(f"example opset {opset} is not one onnx knows (1 to {latest_opset('')})",
+                            self.file, meta.line, meta.column)
+        return A.Example(None, opset=opset, pos=self._pos(meta))
 
     @v_args(meta=True)
     def example(self, meta, children):
-        return [A.ExampleSet(tuple(children), _pos(meta))]
+        return [A.ExampleSet(tuple(children), self._pos(meta))]
 
     def body(self, children):
         return [item for group in children for item in group]
 
     @v_args(meta=True)
     def requation(self, meta, children):
-        return A.ReplacementEquation(children[0], children[1], _pos(meta))
+        return A.ReplacementEquation(children[0], children[1], self._pos(meta))
 
     def replacement(self, children):
         return tuple(children)
 
     def root(self, children):
-        return ("root", str(children[0]), _pos(children[0]))
+        return ("root", str(children[0]), self._pos(children[0]))
 
     def tolerance(self, children):
         return ("tolerance", float(children[0].value))
@@ -365,7 +390,7 @@ class _ToAst(Transformer):
             wheres=tuple(i for i in body if isinstance(i, A.Where)),
             lets=tuple(i for i in body if isinstance(i, A.Let)),
             examples=tuple(i for i in body if isinstance(i, A.ExampleSet)),
-            replacement=replacement, tolerance=tolerance, pos=_pos(name_tok), file=self.file,
+            replacement=replacement, tolerance=tolerance, pos=self._pos(name_tok), file=self.file,
             providers=providers)
 
     # ---- pack
@@ -379,13 +404,13 @@ class _ToAst(Transformer):
 
     def header(self, children):
         name, level, providers = children
-        return ("header", str(name), int(level), providers[1] if providers else (), _pos(name))
+        return ("header", str(name), self._int(level), providers[1] if providers else (), self._pos(name))
 
     def domain_decl(self, children):
         return ("domain", str(children[0]))
 
     def builtin_decl(self, children):
-        return ("builtin", str(children[0]), _pos(children[0]))
+        return ("builtin", str(children[0]), self._pos(children[0]))
 
     def start(self, children):
         header, *items = children
@@ -398,12 +423,22 @@ class _ToAst(Transformer):
             file=self.file, pos=pos)
 
 
-def _snippet(text: str, line: int, column: int) -> str:
+SNIPPET_WIDTH = 100  # characters of the source line shown around an error's column
+
+
+def snippet(text: str, line: int, column: int) -> str:
+    """The line of ``text`` an error is on, with a caret under its column (a long line is
+    shown around the column only)."""
     lines = text.splitlines()
     if not 1 <= line <= len(lines):
         return ""
-    source = lines[line - 1]
-    return f"    {source}\n    {' ' * (max(column, 1) - 1)}^"
+    source, caret = lines[line - 1], max(column, 1) - 1
+    if len(source) > SNIPPET_WIDTH:
+        start = max(0, min(caret - SNIPPET_WIDTH // 2, len(source) - SNIPPET_WIDTH))
+        source, caret = source[start:start + SNIPPET_WIDTH], caret - start
+    return f"    {source}\n    {' ' * caret}^"
+
+
 
 
 def _describe_expected(expected: set[str]) -> str:
@@ -433,7 +468,35 @@ def _syntax_error(err: UnexpectedInput, text: str, file: str) -> RuleError:
             line, column = len(lines), len(lines[-1]) + 1
     else:  # pragma: no cover - Lark has no other kinds today
         message = str(err).splitlines()[0]
-    return RuleError(message, file, line, column, _snippet(text, line, column))
+    return RuleError(message, file, line, column, snippet(text, line, column))
+
+
+MAX_NESTING = 100  # levels of nested expressions and patterns (the bundled rules use ~10)
+# `example` shapes make verify's instances: small tensors, like the bundled rules' hints
+MAX_EXAMPLE_RANK, MAX_EXAMPLE_DIM, MAX_EXAMPLE_ELEMENTS = 8, 4096, 1 << 20
+MAX_INT_DIGITS = 308  # an integer literal past about 1024 bits is no dim or attribute
+# rules that become a left-leaning chain of binary nodes, one level per operand
+_CHAINS = {"sum": 2, "product": 2, "coalesce": 1}
+
+
+def _check_nesting(tree: Tree, file: str) -> None:
+    """Refuse nesting deeper than ``MAX_NESTING`` (5,000 ``[`` or 10,000 ``-`` ran
+    Python's stack out while the tree was turned into rules), looking at the parse tree
+    without recursion.  A chain ``a + b + ...`` counts as deep as its operands are many:
+    it becomes nested binary nodes."""
+    stack: list[tuple[Tree, int, Tree]] = [(tree, 1, tree)]
+    while stack:
+        node, depth, parent = stack.pop()
+        if depth > MAX_NESTING:
+            meta = node.meta if not node.meta.empty else parent.meta
+            raise RuleError(f"nested more than {MAX_NESTING} levels deep",
+                            file, getattr(meta, "line", 0), getattr(meta, "column", 0))
+        children = [c for c in node.children if isinstance(c, Tree)]
+        step = _CHAINS.get(node.data)
+        count = len(children)
+        for index, child in enumerate(children):
+            extra = max(count - index - 1, 1) if step else 1
+            stack.append((child, depth + extra, node))
 
 
 def parse_pack(text: str, file: str = "<rules>") -> A.Pack:
@@ -443,11 +506,16 @@ def parse_pack(text: str, file: str = "<rules>") -> A.Pack:
     except UnexpectedInput as err:
         raise _syntax_error(err, text, file) from None
     try:
+        _check_nesting(tree, file)
+    except RuleError as err:
+        err.snippet = snippet(text, err.line, err.column)
+        raise
+    try:
         pack = _ToAst(file).transform(tree)
     except VisitError as err:
         inner = err.orig_exc
         if isinstance(inner, RuleError):
-            inner.snippet = inner.snippet or _snippet(text, inner.line, inner.column)
+            inner.snippet = inner.snippet or snippet(text, inner.line, inner.column)
             raise inner from None
         raise
     return pack
@@ -457,7 +525,7 @@ def parse_pack_file(path: str | Path) -> A.Pack:
     """Read and parse a pack file; unreadable files are ``RuleError`` too."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise RuleError(f"cannot read rules file: {err.__class__.__name__}: {err}", str(path), 0, 0) from None
+        text = read_text(path)
+    except TextFileError as err:
+        raise RuleError(f"cannot read rules file: {err}", str(path), 0, 0) from None
     return parse_pack(text, str(path))

@@ -12,6 +12,9 @@ from typing import Callable, Protocol
 import numpy as np
 
 from ..dsl import ast as A
+from ..errors import Position, rule_error
+from . import budget
+from .budget import OverBudget
 from .dtypes import DTYPES
 from .functions import CONSTANTS, FUNCTIONS
 from .values import EvalFailure, GraphFacts, Ref, materialize
@@ -55,9 +58,12 @@ def truth(value: object) -> bool:
 
 def _contains(container: object, item: object) -> bool:
     if isinstance(container, np.ndarray):
+        budget.charge_elements(budget.broadcast_elements(container, item), 1, "a comparison")
         return bool(np.any(container == item))
     if isinstance(item, np.ndarray):
         item = item.tolist()
+    if isinstance(container, list):
+        budget.charge_elements(budget.list_elements(container), 8, "a search of a list")
     return item in container
 
 
@@ -74,10 +80,44 @@ def _arith(op: str, left: object, right: object) -> object:
     if op == "**" and isinstance(left, int) and isinstance(right, int) and abs(right) > 64:
         left = float(left)
     if isinstance(left, list) and isinstance(right, np.ndarray):
-        left = np.asarray(left)
+        left = _as_array(left)
     if isinstance(right, list) and isinstance(left, np.ndarray):
-        right = np.asarray(right)
+        right = _as_array(right)
+    _check_arith(op, left, right)
     return _ARITH[op](left, right)
+
+
+def _as_array(items: list) -> np.ndarray:
+    budget.charge_elements(budget.list_elements(items), 8, "an array from a list")
+    return np.asarray(items)
+
+
+def _check_arith(op: str, left: object, right: object) -> None:
+    """The size of what ``left op right`` makes, before it is made (see budget.py)."""
+    kl, kr = type(left), type(right)
+    if kl is int and kr is int:  # (bool is not int here: its arithmetic stays small)
+        if op == "*":
+            budget.check_int_bits(left.bit_length() + right.bit_length())
+        elif op == "**" and right > 0:
+            budget.check_int_bits(max(left.bit_length() - 1, 1) * right)
+        return
+    if kl is float or kr is float:
+        return
+    if isinstance(left, (str, list)) or isinstance(right, (str, list)):
+        if op == "%" and isinstance(left, str):
+            raise EvalFailure("'%' does not format strings in rules")
+        if op == "*":
+            seq, count = (left, right) if isinstance(left, (str, list)) else (right, left)
+            if isinstance(count, (int, np.integer)) and not isinstance(count, bool):
+                per = 4 if isinstance(seq, str) else budget.POINTER_BYTES
+                budget.charge(max(int(count), 0) * len(seq) * per,
+                              "a repeated string" if isinstance(seq, str) else "a repeated list")
+        elif op == "+" and isinstance(left, (str, list)) and type(left) is type(right):
+            per = 4 if isinstance(left, str) else budget.POINTER_BYTES
+            budget.charge((len(left) + len(right)) * per, "a concatenation")
+        return
+    if isinstance(left, (np.ndarray, np.generic)) or isinstance(right, (np.ndarray, np.generic)):
+        budget.charge_elements(budget.broadcast_elements(left, right), 8, f"the result of '{op}'")
 
 
 _PLAIN_TYPES = frozenset({int, float, str, bool, list})
@@ -85,13 +125,18 @@ _PLAIN_TYPES = frozenset({int, float, str, bool, list})
 
 def _compare(op: str, left: object, right: object) -> object:
     if type(left) in _PLAIN_TYPES and type(right) in _PLAIN_TYPES:  # no numpy involved
+        if type(left) is list or type(right) is list:  # (comparing nested lists takes time)
+            budget.charge_elements(budget.list_elements(left) + budget.list_elements(right), 8,
+                                   "a comparison of lists")
         return bool(_COMPARE[op](left, right))
     if left is None or right is None:
         return (left is right) if op == "==" else (left is not right) if op == "!=" else False
     if isinstance(left, list) and isinstance(right, np.ndarray):
-        left = np.asarray(left)
+        left = _as_array(left)
     if isinstance(right, list) and isinstance(left, np.ndarray):
-        right = np.asarray(right)
+        right = _as_array(right)
+    if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
+        budget.charge_elements(budget.broadcast_elements(left, right), 1, "a comparison")
     result = _COMPARE[op](_plain(left), _plain(right))
     if isinstance(result, np.ndarray):
         return bool(result.size > 0 and np.all(result)) if op != "!=" else bool(np.any(result))
@@ -99,9 +144,17 @@ def _compare(op: str, left: object, right: object) -> object:
 
 
 def evaluate(expr: A.Expr, env: Env) -> object:
-    """Value of ``expr`` under ``env``; raises ``EvalFailure`` when it cannot be computed."""
+    """Value of ``expr`` under ``env``; raises ``EvalFailure`` when it cannot be computed,
+    ``RuleError`` when it exceeds its budget (an evaluation of its own unless a match
+    attempt is open, see budget.py)."""
     with np.errstate(all="ignore"):
-        return evaluate_quietly(expr, env)
+        if budget.attempt_open():
+            return evaluate_quietly(expr, env)
+        budget.start_attempt()
+        try:
+            return evaluate_quietly(expr, env)
+        finally:
+            budget.end_attempts()
 
 
 def evaluate_quietly(expr: A.Expr, env: Env) -> object:
@@ -154,12 +207,13 @@ def _compile(expr: A.Expr) -> Compiled:
         items = [_compile(item) for item in expr.items]
         return lambda env: [item(env) for item in items]
     if isinstance(expr, A.Unary):
-        return _compile_unary(expr.op, _compile(expr.operand))
+        return _compile_unary(expr.op, _compile(expr.operand), expr.pos)
     if isinstance(expr, A.Binary):
-        return _compile_binary(expr.op, _compile(expr.left), _compile(expr.right))
+        return _compile_binary(expr.op, _compile(expr.left), _compile(expr.right), expr.pos)
     if isinstance(expr, A.Compare):
         return _compile_compare(expr.ops, [_compile(o) for o in expr.operands],
-                                literal_value(expr.operands[-1]) if len(expr.ops) == 1 else _UNBOUND)
+                                literal_value(expr.operands[-1]) if len(expr.ops) == 1 else _UNBOUND,
+                                expr.pos)
     if isinstance(expr, A.BoolOp):
         values = [_compile(v) for v in expr.values]
         if expr.op == "and":
@@ -200,7 +254,12 @@ _UNBOUND = object()
 NOT_LITERAL = _UNBOUND  # what literal_value() gives for an expression that is not one
 
 
-def _compile_unary(op: str, operand: Compiled) -> Compiled:
+def _over(err: OverBudget, pos: Position):
+    """The rule error for an operation past its budget, at the operation."""
+    return rule_error(f"expression exceeds its budget: {err}", pos)
+
+
+def _compile_unary(op: str, operand: Compiled, pos: Position) -> Compiled:
     if op == "not":
         return lambda env: not truth(operand(env))
 
@@ -208,13 +267,18 @@ def _compile_unary(op: str, operand: Compiled) -> Compiled:
         value = materialize(env.graph, operand(env))
         if value is None:
             raise EvalFailure("an absent optional value was negated")
-        if isinstance(value, list):
-            value = np.asarray(value)
+        try:
+            if isinstance(value, list):
+                value = _as_array(value)
+            if isinstance(value, np.ndarray):
+                budget.charge_elements(value.size, value.itemsize, "a negation")
+        except OverBudget as err:
+            raise _over(err, pos) from None
         return -value
     return negate
 
 
-def _compile_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
+def _compile_binary(op: str, left: Compiled, right: Compiled, pos: Position) -> Compiled:
     if op == "??":
         def default(env: Env) -> object:
             value = left(env)
@@ -223,12 +287,16 @@ def _compile_binary(op: str, left: Compiled, right: Compiled) -> Compiled:
 
     def arith(env: Env) -> object:
         graph = env.graph
-        return _arith(op, materialize(graph, left(env)), materialize(graph, right(env)))
+        a, b = materialize(graph, left(env)), materialize(graph, right(env))
+        try:
+            return _arith(op, a, b)
+        except OverBudget as err:
+            raise _over(err, pos) from None
     return arith
 
 
 def _compile_compare(ops: tuple[str, ...], operands: list[Compiled],
-                     constant: object = _UNBOUND) -> Compiled:
+                     constant: object = _UNBOUND, pos: Position = Position(0, 0)) -> Compiled:
     """``constant``: the right operand's value when it is a literal (a number, string or
     list of them), which then needs no evaluation."""
     if len(ops) == 1:  # the usual `a == b`
@@ -242,7 +310,10 @@ def _compile_compare(ops: tuple[str, ...], operands: list[Compiled],
                     return bool(operator_fn(left, constant))  # (no numpy involved)
                 if left is not None:
                     left = materialize(env.graph, left)
-                return _compare(op, left, constant)
+                try:
+                    return _compare(op, left, constant)
+                except OverBudget as err:
+                    raise _over(err, pos) from None
             return compare_literal
 
         ordering = op not in ("in", "not in")
@@ -254,7 +325,10 @@ def _compile_compare(ops: tuple[str, ...], operands: list[Compiled],
             if left is not None and right is not None:  # `x == none` asks presence only
                 graph = env.graph
                 left, right = materialize(graph, left), materialize(graph, right)
-            return _compare(op, left, right)
+            try:
+                return _compare(op, left, right)
+            except OverBudget as err:
+                raise _over(err, pos) from None
         return compare_two
     pairs = list(zip(ops, range(len(ops))))
 
@@ -264,8 +338,11 @@ def _compile_compare(ops: tuple[str, ...], operands: list[Compiled],
             left, right = values[k], values[k + 1]
             if left is not None and right is not None:  # `x == none` asks presence only
                 left, right = materialize(env.graph, left), materialize(env.graph, right)
-            if not _compare(op, left, right):
-                return False
+            try:
+                if not _compare(op, left, right):
+                    return False
+            except OverBudget as err:
+                raise _over(err, pos) from None
         return True
     return compare
 
@@ -292,12 +369,23 @@ def _compile_index(expr: A.Index) -> Compiled:
             return value[position] if isinstance(value, list) else np.asarray(value)[position]
         return item_at
 
+    pos = expr.pos
+
     def item(env: Env) -> object:
         value = _indexable(env, obj(env))
         i = materialize(env.graph, index(env))
         if isinstance(value, list):
             return value[int(i)]
-        return np.asarray(value)[i if not isinstance(i, list) else tuple(i)]
+        value = np.asarray(value)
+        if isinstance(i, np.ndarray) and i.ndim:  # picks rows: as many as it has entries
+            try:
+                row = 1
+                for d in value.shape[1:]:
+                    row *= d
+                budget.charge_elements(i.size * row, value.itemsize, "an indexed tensor")
+            except OverBudget as err:
+                raise _over(err, pos) from None
+        return value[i if not isinstance(i, list) else tuple(i)]
     return item
 
 
@@ -318,7 +406,7 @@ def _compile_call(expr: A.Call) -> Compiled:
             raise EvalFailure(f"unknown function {name}()")
         return unknown
     args = [_compile(a) for a in expr.args]
-    impl, what = fn.impl, f"argument of {fn.name}()"
+    impl, what, pos = fn.impl, f"argument of {fn.name}()", expr.pos
     if fn.graph and len(args) == 1 and isinstance(expr.args[0], A.Name) \
             and expr.args[0].id not in DTYPES and expr.args[0].id not in CONSTANTS:
         name = expr.args[0].id  # rank(x), shape(x), const(x)... of a variable
@@ -328,11 +416,34 @@ def _compile_call(expr: A.Call) -> Compiled:
                 value = env.lookup(name)
             except KeyError:
                 raise EvalFailure(f"'{name}' is not bound") from None
-            return impl(env.graph, value)
+            try:
+                return impl(env.graph, value)
+            except OverBudget as err:
+                raise _over(err, pos) from None
         return graph_call
     if fn.graph and len(args) == 1:
         (only,) = args
-        return lambda env: impl(env.graph, only(env))
+
+        def graph_call_one(env: Env) -> object:
+            value = only(env)
+            try:
+                return impl(env.graph, value)
+            except OverBudget as err:
+                raise _over(err, pos) from None
+        return graph_call_one
     if fn.graph:
-        return lambda env: impl(env.graph, *[a(env) for a in args])
-    return lambda env: impl(*[materialize(env.graph, a(env), what) for a in args])
+        def graph_call_many(env: Env) -> object:
+            values = [a(env) for a in args]
+            try:
+                return impl(env.graph, *values)
+            except OverBudget as err:
+                raise _over(err, pos) from None
+        return graph_call_many
+
+    def value_call(env: Env) -> object:
+        values = [materialize(env.graph, a(env), what) for a in args]
+        try:
+            return impl(*values)
+        except OverBudget as err:
+            raise _over(err, pos) from None
+    return value_call

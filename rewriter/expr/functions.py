@@ -17,11 +17,14 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import ArgumentError, expect
+from . import budget
 from .dtypes import FLOAT_TYPES, to_numpy_dtype
 from .shape_values import shape_values
 from .values import EvalFailure, GraphFacts, Ref, materialize
 
-MAX_ELEMENTS = 1 << 28  # a computed tensor larger than this is refused, not allocated
+# Each value function tells the budget (budget.py) what it is about to make before making
+# it; views (reshape, transpose, squeeze) make nothing.
 
 
 @dataclass(frozen=True)
@@ -52,8 +55,15 @@ def register_predicate(name: str, impl: Callable[..., object], min_args: int = 1
     ``impl(graph, *args)`` receives the ``GraphFacts`` and the arguments unevaluated
     (tensor variables as ``Ref``).  It must not mutate anything.
     """
+    expect(name, str, "register_predicate()'s name")
+    if not callable(impl):
+        raise ArgumentError(f"register_predicate()'s impl must be callable, not {type(impl).__name__}")
+    expect(min_args, int, "register_predicate()'s min_args")
+    if max_args is not None:
+        expect(max_args, int, "register_predicate()'s max_args")
+    expect(doc, str, "register_predicate()'s doc")
     if not name.isidentifier() or not name[:1].islower():
-        raise ValueError("predicate names are lower-case identifiers")
+        raise ArgumentError("predicate names are lower-case identifiers")
     FUNCTIONS[name] = Function(name, impl, min_args, max_args, True, doc)
 
 
@@ -79,14 +89,18 @@ def _shape_of(graph: GraphFacts, arg: object, fn: str) -> list:
     raise EvalFailure(f"{fn}() takes a tensor")
 
 
-def _check_size(shape) -> None:
-    if int(np.prod([int(d) for d in shape], dtype=np.float64)) > MAX_ELEMENTS:
-        raise EvalFailure("computed tensor too large")
+def _elements(shape) -> int:
+    count = 1
+    for d in shape:
+        count *= max(int(d), 0)
+    return count
 
 
 def _array(value: object) -> np.ndarray:
     if value is None:
         raise EvalFailure("an absent optional value was used")
+    if isinstance(value, (list, tuple)):
+        budget.charge_elements(budget.list_elements(value), 8, "an array from a list")
     return np.asarray(value)
 
 
@@ -258,6 +272,9 @@ def _channel(graph: GraphFacts, b, rank, channels):
     rank, channels = int(rank), int(channels)
     if arr.ndim > rank:
         raise EvalFailure("broadcast would raise the rank")
+    if rank > 64:
+        raise EvalFailure(f"rank {rank} is more than a tensor can have")
+    budget.charge_elements(channels, arr.itemsize, "a per-channel vector")
     shape = [1] * (rank - arr.ndim) + list(arr.shape)
     if any(d != 1 for i, d in enumerate(shape) if i != 1) or (rank < 2) or shape[1] not in (1, channels):
         raise EvalFailure("not a per-channel tensor")
@@ -273,7 +290,9 @@ def _value_fn(name: str, min_args: int, max_args: int | None):
 
 def _unary(name: str, fn: Callable, doc: str) -> None:
     def impl(x):
-        return fn(_array(x))
+        arr = _array(x)
+        budget.charge_elements(arr.size, 8, f"{name}()")
+        return fn(arr)
     impl.__doc__ = doc
     _value_fn(name, 1, 1)(impl)
 
@@ -287,7 +306,10 @@ for _name, _fn in (("sqrt", np.sqrt), ("exp", np.exp), ("log", np.log), ("abs", 
 @_value_fn("reshape", 2, 2)
 def _reshape(x, shape):
     """reshape(x, shape): numpy reshape (-1 allowed)."""
-    return _array(x).reshape(_ints(shape, "reshape"))
+    arr = _array(x)
+    if not arr.flags.c_contiguous:  # (a transposed view is copied)
+        budget.charge(arr.nbytes, "a reshaped tensor")
+    return arr.reshape(_ints(shape, "reshape"))
 
 
 @_value_fn("transpose", 1, 2)
@@ -322,7 +344,9 @@ def _squeeze(x, axes=None):
 @_value_fn("concat", 1, 2)
 def _concat(xs, axis=0):
     """concat([a, b, ...], axis=0)."""
-    return np.concatenate([_array(x) for x in xs], axis=int(axis))
+    arrays = [_array(x) for x in xs]
+    budget.charge(sum(a.nbytes for a in arrays), "a concatenation")
+    return np.concatenate(arrays, axis=int(axis))
 
 
 @_value_fn("known", 1, 1)
@@ -357,7 +381,8 @@ def _pad_to(x, axis, size):
         raise EvalFailure(f"pad_to: cannot pad axis {axis} of {list(arr.shape)} to {size}")
     widths = [(0, 0)] * arr.ndim
     widths[axis] = (0, int(size) - arr.shape[axis])
-    _check_size([int(size) if i == axis else d for i, d in enumerate(arr.shape)])
+    budget.charge_elements(_elements([int(size) if i == axis else d for i, d in enumerate(arr.shape)]),
+                           arr.itemsize, "a padded tensor")
     return np.pad(arr, widths)
 
 
@@ -372,20 +397,31 @@ def _nchwc_block():
 @_value_fn("cast", 2, 2)
 def _cast(x, elem_type):
     """cast(x, dtype): convert to an ONNX element type (float, float16, int64...)."""
-    return _array(x).astype(to_numpy_dtype(int(elem_type)))
+    arr, dtype = _array(x), _numpy_dtype(elem_type)
+    budget.charge_elements(arr.size, dtype.itemsize, "a cast tensor")
+    return arr.astype(dtype)
+
+
+def _numpy_dtype(elem_type) -> np.dtype:
+    try:
+        return to_numpy_dtype(int(elem_type))
+    except (KeyError, ValueError, TypeError, OverflowError):
+        raise EvalFailure(f"{elem_type!r} is not an element type") from None
 
 
 @_value_fn("array", 1, 2)
 def _make_array(x, elem_type=None):
     """array(x, dtype=inferred): a tensor from a number or list."""
-    arr = np.asarray(x)
-    return arr if elem_type is None else arr.astype(to_numpy_dtype(int(elem_type)))
+    arr = _array(x)
+    return arr if elem_type is None else _cast(arr, elem_type)
 
 
 def _filled(shape, fill, elem_type) -> np.ndarray:
     shape = _ints(shape, "zeros")
-    _check_size(shape)
-    dtype = np.float32 if elem_type is None else to_numpy_dtype(int(elem_type))
+    if any(d < 0 for d in shape):
+        raise EvalFailure(f"negative dimension in {shape}")
+    dtype = np.dtype(np.float32) if elem_type is None else _numpy_dtype(elem_type)
+    budget.charge_elements(_elements(shape), dtype.itemsize, "a filled tensor")
     return np.full(shape, fill, dtype=dtype)
 
 
@@ -412,8 +448,7 @@ def _arange(start, stop=None):
     """arange(stop) or arange(start, stop), int64."""
     if stop is None:
         start, stop = 0, start
-    if int(stop) - int(start) > MAX_ELEMENTS:
-        raise EvalFailure("computed tensor too large")
+    budget.charge_elements(int(stop) - int(start), 8, "a range")
     return np.arange(int(start), int(stop), dtype=np.int64)
 
 
@@ -429,16 +464,24 @@ def _broadcast_shape(*shapes):
 @_value_fn("take", 2, 2)
 def _take(x, indices):
     """take(x, indices): elements of a 1-D list/array at indices."""
-    seq = list(x) if isinstance(x, (list, tuple)) else _array(x).reshape(-1).tolist()
+    if isinstance(x, (list, tuple)):
+        seq = list(x)
+    else:
+        arr = _array(x)
+        budget.charge_elements(arr.size, budget.OBJECT_BYTES, "a list of a tensor's elements")
+        seq = arr.reshape(-1).tolist()
+    positions = _ints(indices, "take")
+    budget.charge_elements(len(positions), budget.POINTER_BYTES, "a list")
     try:
-        return [seq[int(i)] for i in _ints(indices, "take")]
+        return [seq[i] for i in positions]
     except IndexError:
         raise EvalFailure("take() index out of range") from None
 
 
 def _reduce(name: str, fn: Callable) -> None:
     def impl(x, axis=None):
-        arr = _array(x) if not isinstance(x, list) else np.asarray(x)
+        arr = _array(x)
+        budget.charge_elements(arr.size, 8, f"{name}()")  # (mean of ints makes floats)
         return fn(arr, axis=None if axis is None else int(axis))
     impl.__doc__ = f"{name}(x, axis=all): numpy reduction."
     _value_fn(name, 1, 2)(impl)
@@ -456,7 +499,9 @@ def _max(*xs):
         return np.max(_array(xs[0]))
     result = _array(xs[0])
     for x in xs[1:]:
-        result = np.maximum(result, _array(x))
+        other = _array(x)
+        budget.charge_elements(budget.broadcast_elements(result, other), 8, "max()")
+        result = np.maximum(result, other)
     return result
 
 
@@ -467,7 +512,9 @@ def _min(*xs):
         return np.min(_array(xs[0]))
     result = _array(xs[0])
     for x in xs[1:]:
-        result = np.minimum(result, _array(x))
+        other = _array(x)
+        budget.charge_elements(budget.broadcast_elements(result, other), 8, "min()")
+        result = np.minimum(result, other)
     return result
 
 
@@ -493,7 +540,9 @@ def _list(x):
     """list(x): a constant's elements as a flat list."""
     if type(x) is list and all(type(v) is int for v in x):
         return list(x)  # a shape, a perm: what numpy would give back anyway
-    return _array(x).reshape(-1).tolist()
+    arr = _array(x)
+    budget.charge_elements(arr.size, budget.OBJECT_BYTES, "a list of a tensor's elements")
+    return arr.reshape(-1).tolist()
 
 
 @_value_fn("int", 1, 1)
@@ -517,7 +566,9 @@ def _float(x):
 @_value_fn("isclose", 2, 4)
 def _isclose(a, b, rtol=1e-5, atol=1e-8):
     """isclose(a, b, rtol=1e-5, atol=1e-8): every element close (numpy.allclose)."""
-    return bool(np.allclose(_array(a), _array(b), rtol=float(rtol), atol=float(atol)))
+    a, b = _array(a), _array(b)
+    budget.charge_elements(budget.broadcast_elements(a, b), 32, "isclose()")  # (temporaries)
+    return bool(np.allclose(a, b, rtol=float(rtol), atol=float(atol)))
 
 
 CONSTANTS: dict[str, object] = {"pi": math.pi, "e": math.e, "nan": math.nan}

@@ -7,6 +7,8 @@ rewrite introduced).
 """
 from __future__ import annotations
 
+from typing import Iterable
+
 import onnx
 from onnx import FunctionProto, GraphProto, ModelProto, TensorProto, ValueInfoProto, helper
 
@@ -14,8 +16,10 @@ from ..dsl.schemas import find_schema, latest_opset, normalize_domain
 from ..errors import ModelError
 from .types import add_inferred_types, declared_types, refine_symbolic_dims, source_types, type_conflict
 from .load_constants import take_constants
+from .tensor_data import all_graphs, element_count, graph_tensors, known_data_type, raw_bytes_needed
 from .proto_pool import ProtoPool
 from .view import GraphView, has_subgraphs, subgraphs_of
+from .wire import ModelParts
 
 
 def _all_value_names(graph: GraphProto, names: set[str]) -> set[str]:
@@ -60,31 +64,54 @@ _FIELDS = {  # data type -> (typed field, values per element) when not in raw_da
 
 def _tensor_problem(tensor: TensorProto) -> str | None:
     """Why a tensor's data cannot be its declared type and shape (None when it can)."""
-    if tensor.data_location == TensorProto.EXTERNAL or tensor.data_type not in _FIELDS:
-        return None
+    if tensor.data_location == TensorProto.EXTERNAL:
+        return None  # (checked against its file before it was read: model_io.py)
     if any(d < 0 for d in tensor.dims):
         return f"negative dimension in {list(tensor.dims)}"
-    count = 1
-    for d in tensor.dims:
-        count *= d
     if tensor.HasField("raw_data") and tensor.data_type != TensorProto.STRING:
-        itemsize = onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
-        needed = count * itemsize
-        if needed <= 16 << 20:
-            held = len(tensor.raw_data)  # reading raw_data copies it: only for small tensors
-        else:  # big ones: the serialized size (payload + a small header) brackets it, no copy
-            header = len(tensor.name) + len(tensor.doc_string) + 16 * len(tensor.dims) + 64
-            total = tensor.ByteSize()
-            held = needed if needed <= total <= needed + header else total
+        needed = raw_bytes_needed(tensor)
+        if needed is None:
+            return None
+        # exact (the writer relies on it); reading raw_data copies it, one tensor at a
+        # time, which is cheaper than upb's ByteSize(): that serializes the tensor
+        held = len(tensor.raw_data)
         if held != needed:
-            return (f"holds {'about ' if needed > 16 << 20 else ''}{held} bytes, its shape {list(tensor.dims)} of "
+            return (f"holds {held} bytes, its shape {list(tensor.dims)} of "
                     f"{TensorProto.DataType.Name(tensor.data_type).lower()} needs {needed}")
         return None
+    if tensor.data_type not in _FIELDS:
+        return None
+    count = element_count(tensor)
     field, per = _FIELDS[tensor.data_type]
     held = len(getattr(tensor, field))
     if held != count * per and not (held == 0 and count == 0):
         return f"holds {held} values, its shape {list(tensor.dims)} needs {count * per}"
     return None
+
+
+def _check_types(model: ModelProto) -> None:
+    """Refuse element types onnx does not define, in every tensor and declared value of
+    every graph, before anything reads them (they were KeyErrors deep inside)."""
+    for graph in all_graphs(model.graph):
+        for sparse in graph.sparse_initializer:
+            for tensor in (sparse.values, sparse.indices):
+                if not known_data_type(tensor.data_type):
+                    raise ModelError(f"malformed sparse initializer '{sparse.values.name}': data type "
+                                     f"{tensor.data_type} is not one onnx defines")
+                if tensor.data_location == TensorProto.EXTERNAL:
+                    raise ModelError(f"sparse initializer '{sparse.values.name}' keeps its data "
+                                     f"outside the model, which is not supported")
+        for vi in (*graph.input, *graph.output, *graph.value_info):
+            kind = vi.type.WhichOneof("value")
+            elem = (vi.type.tensor_type.elem_type if kind == "tensor_type" else
+                    vi.type.sparse_tensor_type.elem_type if kind == "sparse_tensor_type" else 0)
+            if elem and not known_data_type(elem):
+                raise ModelError(f"malformed graph: value '{vi.name}' has element type {elem}, "
+                                 f"which onnx does not define")
+    for _, tensor in graph_tensors(model.graph):
+        if not known_data_type(tensor.data_type):
+            raise ModelError(f"malformed initializer '{tensor.name}': data type {tensor.data_type} "
+                             f"is not one onnx defines")
 
 
 def _check_node_schema(view: GraphView, node_id: int, opsets: dict[str, int]) -> None:
@@ -135,6 +162,7 @@ class ModelState:
         if "" not in self.opsets:
             raise ModelError("the model imports no default (ai.onnx) opset")
         _check_versions(model, self.opsets)
+        _check_types(model)
         pool = ProtoPool()  # the view's messages, made together (see proto_pool.py)
         loaded = None if constants_on_load is None else \
             take_constants(model.graph, constants_on_load, pool, share_equal=share_constants)
@@ -237,22 +265,35 @@ class ModelState:
         their parent's state)."""
         yield from _subgraph_states(self, self.view, self.view.live_values())
 
-    def to_model(self) -> ModelProto:
+    def model_parts(self) -> ModelParts:
+        """The optimized model as the writer takes it (see model_io.ModelParts): no weight
+        is copied, the initializers are the view's own."""
         source, view = self.source, self.view
-        model = ModelProto()
-        model.ir_version = source.ir_version
+        head = ModelProto()
+        head.ir_version = source.ir_version
         for field in ("producer_name", "producer_version", "domain", "model_version", "doc_string"):
             if source.HasField(field):
-                setattr(model, field, getattr(source, field))
-        model.metadata_props.extend(source.metadata_props)
-        model.opset_import.extend(source.opset_import)
+                setattr(head, field, getattr(source, field))
+        head.metadata_props.extend(source.metadata_props)
+        head.opset_import.extend(source.opset_import)
         for domain, version in self.added_domains.items():
-            model.opset_import.append(helper.make_opsetid(domain, version))
-        model.functions.extend(self.functions)
+            head.opset_import.append(helper.make_opsetid(domain, version))
+        head.functions.extend(self.functions)
         if hasattr(source, "training_info"):
-            model.training_info.extend(source.training_info)
+            head.training_info.extend(source.training_info)
+        graph = write_graph(source.graph, view, initializers=False)
+        return ModelParts(head, graph, list(view.initializers.values()))
 
-        write_graph(source.graph, view, model.graph)  # in place: no second copy of the graph
+    def to_model(self) -> ModelProto:
+        """The optimized model as a new ``ModelProto`` (every weight copied into it)."""
+        parts = self.model_parts()
+        model = ModelProto()
+        model.CopyFrom(parts.head)
+        graph = model.graph
+        graph.CopyFrom(parts.graph)
+        # (protobuf writes fields by number, so where the initializers go in the message
+        # does not matter; they keep their order)
+        graph.initializer.extend(parts.initializers)
         return model
 
 
@@ -298,11 +339,11 @@ def _is_shape_like(view: GraphView, value: str) -> bool:
     return shape is not None and len(shape) <= 1 and view.elem_type(value) in _SHAPE_TYPES
 
 
-def write_graph(src: GraphProto, view: GraphView, graph: GraphProto | None = None) -> GraphProto:
-    """A graph proto from ``view`` (written into ``graph`` when given, which must be empty),
-    keeping ``src``'s name, docs, metadata, inputs/outputs (order and names), sparse
-    initializers and the value_info of values that still exist."""
-    graph = GraphProto() if graph is None else graph
+def write_graph(src: GraphProto, view: GraphView, initializers: bool = True) -> GraphProto:
+    """A graph proto from ``view``, keeping ``src``'s name, docs, metadata, inputs/outputs
+    (order and names), sparse initializers and the value_info of values that still exist;
+    with the view's initializers unless ``initializers`` is False."""
+    graph = GraphProto()
     graph.name = src.name
     if src.HasField("doc_string"):
         graph.doc_string = src.doc_string
@@ -314,7 +355,8 @@ def write_graph(src: GraphProto, view: GraphView, graph: GraphProto | None = Non
         raise ModelError(f"rewriting produced an invalid graph: {err}") from None
     graph.input.extend(view.graph_inputs)
     graph.output.extend(view.graph_outputs)
-    graph.initializer.extend(view.initializers.values())
+    if initializers:
+        graph.initializer.extend(view.initializers.values())
     graph.sparse_initializer.extend(src.sparse_initializer)
     live = view.live_values()
     types = view.types  # (a value_info inference contradicts is dropped, not written back)
@@ -421,9 +463,10 @@ def count_nodes(model: ModelProto) -> int:
     return len(model.graph.node)
 
 
-def op_histogram(model: ModelProto) -> dict[str, int]:
+def op_histogram(model: ModelProto | Iterable[onnx.NodeProto]) -> dict[str, int]:
+    """Nodes per op (``domain.op`` outside the default domain) of a model or of nodes."""
     counts: dict[str, int] = {}
-    for node in model.graph.node:
+    for node in model.graph.node if isinstance(model, ModelProto) else model:
         key = f"{node.domain}.{node.op_type}" if normalize_domain(node.domain) else node.op_type
         counts[key] = counts.get(key, 0) + 1
     return dict(sorted(counts.items()))

@@ -13,6 +13,7 @@ import onnx
 from onnx import ModelProto, TensorProto, TypeProto, ValueInfoProto, helper, shape_inference
 
 from ..dsl.schemas import normalize_domain
+from .data_propagation import data_propagation_safe
 from .proto_pool import ProtoPool
 from .stand_ins import stand_ins
 from .symbolic_shapes import refine_computed_shapes
@@ -103,8 +104,9 @@ def _with_stand_ins(graph, nodes, initializers) -> list[TensorProto]:
 def inferred_types(light: ModelProto) -> dict[str, TypeProto]:
     """What onnx shape inference (with data propagation) finds for ``light``'s values."""
     try:
-        inferred = shape_inference.infer_shapes(light, strict_mode=False, data_prop=True)
-    except Exception:  # custom ops or a malformed corner: nothing inferred
+        inferred = shape_inference.infer_shapes(light, strict_mode=False,
+                                                data_prop=data_propagation_safe(light))
+    except Exception:  # custom ops or a malformed corner (or out of memory): nothing inferred
         return {}
     return {vi.name: vi.type for vi in (*inferred.graph.value_info, *inferred.graph.output)
             if vi.type.WhichOneof("value") is not None}

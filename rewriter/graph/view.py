@@ -203,6 +203,8 @@ class GraphView:
         # nodes created or whose inputs changed (new producer, new value), in order; passes
         # that scan the whole graph keep a position in it and later look only at what is new
         self.changes: list[NodeId] = []
+        self._input_total = 0  # inputs of all nodes (with nodes: how big the graph is)
+        self.initializer_bytes = 0  # data of the initializers, from their headers
         self._pending_edges: list | None = []  # while building: added to nx in one call
         self._pending_nodes: list | None = []
         # every node read only values produced before it, as loaded (then no cycle either)
@@ -218,6 +220,7 @@ class GraphView:
                                                      if t.name not in dropped}
         for tensor in constants.initializers if constants else ():
             self.initializers[tensor.name] = tensor
+        self.initializer_bytes = sum(T.tensor_nbytes(t) for t in self.initializers.values())
         self.node_names: set[str] = set()
         self.repeated_node_names: list[str] = []  # names two loaded nodes share
         self._suffixes: dict[str, int] = {}  # base -> the last N of a fresh name base_N
@@ -227,6 +230,14 @@ class GraphView:
 
         for name in outer_values:
             self._add_source(("outer", name))
+        # sparse initializers are read as they are, like outer values: never folded,
+        # renamed or removed (write_graph keeps them)
+        for sparse in graph.sparse_initializer:
+            name = sparse.values.name
+            if name and name not in self._producer:
+                self._add_source(("outer", name))
+                if name not in self.types:
+                    self.types[name] = self.protos.tensor_type(sparse.values.data_type, sparse.dims)
         for vi in self.graph_inputs:
             self._add_source(("input", vi.name))
         for name in self.initializers:
@@ -309,6 +320,7 @@ class GraphView:
         given_inputs, given_outputs = (proto.input, proto.output) if names is None else names
         outputs = self._outputs[node_id] = tuple(given_outputs)
         inputs = self._inputs[node_id] = tuple(given_inputs)
+        self._input_total += len(inputs)
         for slot, out in enumerate(outputs):
             if not out:
                 continue
@@ -338,7 +350,9 @@ class GraphView:
         proto = self._nodes.pop(node_id)
         consumers = self._consumers
         # only the index here: removing the nx node below removes its edges too
-        for slot, name in enumerate(self._inputs.pop(node_id)):
+        inputs = self._inputs.pop(node_id)
+        self._input_total -= len(inputs)
+        for slot, name in enumerate(inputs):
             if name and name in consumers:
                 consumers[name].pop((node_id, slot), None)
         for name in self._implicit.pop(node_id, []):
@@ -438,6 +452,7 @@ class GraphView:
         if tensor.name in self._producer:
             raise ValueError(f"value '{tensor.name}' already exists")
         self.initializers[tensor.name] = tensor
+        self.initializer_bytes += T.tensor_nbytes(tensor)
         self.types[tensor.name] = T.tensor_type(tensor, self.protos)
         self._add_source(("init", tensor.name))
         for consumer, in_slot in self._consumers[tensor.name]:
@@ -445,7 +460,7 @@ class GraphView:
             self.changes.append(consumer)
 
     def remove_initializer(self, name: str) -> None:
-        del self.initializers[name]
+        self.initializer_bytes -= T.tensor_nbytes(self.initializers.pop(name))
         self.nx.remove_node(("init", name))
         del self._producer[name]
         self._const_cache.pop(name, None)
@@ -499,6 +514,10 @@ class GraphView:
 
     def __len__(self) -> int:
         return len(self._nodes)
+
+    def size_units(self) -> int:
+        """Nodes plus their inputs: what the graph's memory grows with."""
+        return len(self._nodes) + self._input_total
 
     def nodes_with_subgraphs(self) -> list[NodeId]:
         return list(self._with_subgraphs)
@@ -559,6 +578,8 @@ class GraphView:
         return value in self.input_names
 
     def is_outer(self, value: str) -> bool:
+        """A value the graph reads but does not own: an enclosing graph's, or a sparse
+        initializer."""
         entry = self._producer.get(value)
         return entry is not None and entry[0] == ("outer", value)
 

@@ -23,6 +23,7 @@ from ..dsl.schemas import OpInfo, find_schema, normalize_domain
 from ..errors import RewriterError
 from ..graph.types import type_string
 from ..graph.view import GraphView, NodeId
+from ..text_files import TextFileError, read_text
 from .providers import CPU, provider_name
 
 _DATA_DIR = Path(__file__).resolve().parent / "kernels"
@@ -154,14 +155,11 @@ def cpu_table() -> KernelTable:
 def parse_kernel_file(text: str, source: str = "<kernels>") -> KernelTable:
     """Parse the ``.kernels`` format (see the CUDA file's header)."""
     provider = None
-    sets: dict[str, list[str]] = {}
+    sets: dict[str, frozenset[str]] = {}  # each expanded where it is defined ("usable below")
     kernels: list[Kernel] = []
 
-    def expand(items: list[str]) -> list[str]:
-        out: list[str] = []
-        for item in items:
-            out.extend(expand(sets[item]) if item in sets else [item])
-        return out
+    def expand(items: list[str]) -> frozenset[str]:
+        return frozenset(t for item in items for t in sets.get(item, (item,)))
 
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -172,7 +170,7 @@ def parse_kernel_file(text: str, source: str = "<kernels>") -> KernelTable:
             if words[0] == "provider":
                 provider = provider_name(words[1])
             elif words[0] == "set":
-                sets[words[1]] = words[2:]
+                sets[words[1]] = expand(words[2:])
             else:
                 domain, op, versions, *constraints = words
                 if versions.endswith("+"):
@@ -201,9 +199,9 @@ def register_kernel_file(path: str | Path) -> str:
     """Add (or replace) a provider's kernel table from a ``.kernels`` file; returns its name."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise RewriterError(f"{path}: cannot read kernel file: {err.strerror or err}") from None
+        text = read_text(path)
+    except TextFileError as err:
+        raise RewriterError(f"{path}: cannot read kernel file: {err}") from None
     table = parse_kernel_file(text, str(path))
     _REGISTERED[table.provider] = table
     return table.provider

@@ -12,6 +12,14 @@ Not folded: nondeterministic ops, control flow, QuantizeLinear/DequantizeLinear 
 patterns must stay visible to later fusions), nodes producing graph outputs, and outputs
 that would blow the model up (larger than 16 MiB and more than twice their inputs), and
 nodes reading more than 64 MiB of constants (evaluating them would copy the weights).
+
+Sizes are known before anything is evaluated: an output's size comes from its inferred
+type (or, for ops that cannot make more than they read, from its inputs); a node whose
+output size is unknown is not folded.  (A 126-byte model's Expand to 20000 x 20000 was
+evaluated, 1.7 GB, before its size was checked.)  Nodes are evaluated in sessions of at
+most 64 MiB of inputs and outputs, and all folding together may add at most twice the
+constants the graph started with (plus 64 MiB): a chain of Concats doubling a constant
+stops being folded there, and the rest of the graph is still optimized.
 """
 from __future__ import annotations
 
@@ -22,6 +30,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..graph.load_constants import constant_node_tensor
 from ..graph.model import ModelState
+from ..graph.tensor_data import bits_per_element
 from ..graph.types import tensor_nbytes
 from ..graph.view import GraphView, NodeId
 
@@ -34,6 +43,18 @@ NOT_FOLDED = frozenset({
 })
 _LARGE_OUTPUT = 16 << 20
 LARGE_INPUT = 64 << 20  # bytes of constants a folded node may read
+BATCH_BYTES = 64 << 20  # inputs plus outputs of one evaluation session
+GROWTH = 2              # folding may add this many times the graph's first constants...
+GROWTH_SLACK = 64 << 20  # ...plus this
+_GROWTH_CACHE = "constant_folding_growth"  # view.pass_caches: [bytes allowed, bytes added]
+# ops whose outputs hold at most as many elements as their inputs together (Cast may widen
+# each element up to 8 times): their size is bounded when inference cannot tell it
+_BOUNDED_BY_INPUTS = frozenset({
+    "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Cast", "CastLike",
+    "Slice", "Concat", "Split", "Neg", "Abs", "Relu", "Sqrt", "Exp", "Log", "Reciprocal",
+    "Floor", "Ceil", "Round", "Sign", "Not", "Sigmoid", "Tanh", "Erf", "Softmax", "LogSoftmax",
+    "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+    "ArgMax", "ArgMin", "Shape", "Size"})
 
 
 def fold_constants(state: ModelState, changed: list[NodeId] | None = None) -> int:
@@ -155,6 +176,61 @@ def _run(state: ModelState, nodes: list[onnx.NodeProto],
 _ORT_SAFE_IR = 10  # every onnxruntime this project supports loads IR 10
 
 
+def _predicted_bytes(view: GraphView, node_id: NodeId) -> int | None:
+    """What a node's outputs will hold, known before evaluating it: from their inferred
+    types, else bounded by the inputs for ops that cannot make more; None if unknown."""
+    total = 0
+    for out in view.outputs(node_id):
+        if not out:
+            continue
+        shape, elem = view.shape(out), view.elem_type(out)
+        if shape is None or elem is None or not all(isinstance(d, int) and d >= 0 for d in shape):
+            break
+        bits = bits_per_element(elem)
+        if bits is None:  # strings: no size from the type
+            break
+        count = 1
+        for d in shape:
+            count *= d
+        total += (count * bits + 7) // 8
+    else:
+        return total
+    if view.node_key(node_id)[1] in _BOUNDED_BY_INPUTS:
+        return 8 * sum(_nbytes(view, i) for i in view.inputs(node_id) if i)
+    return None
+
+
+def _plan(view: GraphView, node_ids: list[NodeId]) -> list[list[NodeId]]:
+    """The nodes to evaluate, in sessions (see the module docstring): each one's output size
+    known and acceptable, each one's inputs constants or outputs of nodes kept before it."""
+    growth = view.pass_caches.get(_GROWTH_CACHE)
+    if growth is None:
+        growth = view.pass_caches[_GROWTH_CACHE] = [GROWTH * view.initializer_bytes + GROWTH_SLACK, 0]
+    kept: set[str] = set()
+    batches: list[list[NodeId]] = [[]]
+    batch_bytes = 0
+    for node_id in node_ids:
+        inputs = [i for i in view.inputs(node_id) if i]
+        if not all(i in kept or view.is_initializer(i) for i in inputs):
+            continue  # reads a value that will not be folded
+        made = _predicted_bytes(view, node_id)
+        if made is None:
+            continue
+        read = sum(_nbytes(view, i) for i in inputs)
+        if made > _LARGE_OUTPUT and made > 2 * read:
+            continue  # would blow the model up
+        if growth[1] + made > growth[0]:
+            continue  # folding has added all it may
+        growth[1] += made
+        if batches[-1] and batch_bytes + read + made > BATCH_BYTES:
+            batches.append([])
+            batch_bytes = 0
+        batches[-1].append(node_id)
+        batch_bytes += read + made
+        kept.update(o for o in view.outputs(node_id) if o)
+    return [b for b in batches if b]
+
+
 def _fold_computations(state: ModelState, changed: list[NodeId] | None) -> int:
     view = state.view
     node_ids = _foldable_nodes(view, changed)
@@ -166,11 +242,23 @@ def _fold_computations(state: ModelState, changed: list[NodeId] | None) -> int:
             view.remove_node(node_id)
             count += 1
     node_ids = [n for n in node_ids if view.has_node(n)]
+    for batch in _plan(view, node_ids):  # each batch reads what the ones before it folded
+        count += _fold_batch(state, [n for n in batch if view.has_node(n)])
+    return count
+
+
+def _fold_batch(state: ModelState, node_ids: list[NodeId]) -> int:
+    """Evaluate ``node_ids`` (in topological order) in one session and replace each by
+    initializers holding its outputs; returns how many were folded."""
+    view = state.view
+    count = 0
     if not node_ids:
         return count
     nodes = [view.node(n) for n in node_ids]
     produced = {o for n in nodes for o in n.output if o}
     needed = {i for n in nodes for i in n.input if i and i not in produced}
+    if not all(view.is_initializer(i) for i in needed):
+        return count  # an input an earlier batch could not fold
     results = _run(state, nodes, [view.initializers[i] for i in sorted(needed)])
     if not results:  # one bad node spoils a batch: fold one node at a time instead
         for node in nodes:

@@ -18,7 +18,8 @@ from typing import Iterable
 import numpy as np
 
 from ..dsl.ast import Pack
-from ..errors import FixpointError
+from ..errors import FixpointError, GrowthError
+from ..expr.budget import end_attempts, start_attempt
 from ..expr.values import EvalFailure
 from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId
@@ -29,6 +30,13 @@ from .propagation import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
 
 MAX_ROUNDS = 16
 MAX_REFUSALS_PER_ROOT = 16
+# How far a level may grow its graph: nodes plus node inputs, and bytes of constants, each
+# at most GROWTH times what the level started with plus a fixed slack.  A pack that keeps
+# growing the graph (a rule whose replacement matches again, a fold that doubles a
+# constant each round) stops with an error here, not with memory exhausted.
+GROWTH = 4
+GROWTH_SLACK_UNITS = 10_000
+GROWTH_SLACK_BYTES = 256 << 20
 
 # Engine self-check for tests: after each level, check the view's NetworkX graph and indexes
 # against the node protos, then sweep the whole graph once more and fail if any rule still
@@ -97,16 +105,32 @@ class LevelRunner:
         self.stats = LevelStats()
 
     def run(self) -> LevelStats:
+        view = self.state.view
+        self.max_units = GROWTH * view.size_units() + GROWTH_SLACK_UNITS
+        self.max_bytes = GROWTH * view.initializer_bytes + GROWTH_SLACK_BYTES
+        self.recent: deque[str] = deque(maxlen=200)
         with np.errstate(all="ignore"):  # once for every expression the matcher evaluates
-            return self._run()
+            try:
+                return self._run()
+            finally:
+                end_attempts()
+
+    def _check_growth(self, view: GraphView) -> None:
+        units, constants = view.size_units(), view.initializer_bytes
+        if units > self.max_units:
+            raise GrowthError(self.name, f"{units} nodes and node inputs, {GROWTH}x what it had "
+                                         f"plus {GROWTH_SLACK_UNITS}", Counter(self.recent))
+        if constants > self.max_bytes:
+            raise GrowthError(self.name, f"{constants >> 20} MB of constants, {GROWTH}x what it had "
+                                         f"plus {GROWTH_SLACK_BYTES >> 20} MB", Counter(self.recent))
 
     def _run(self) -> LevelStats:
         from ..passes import BUILTINS
 
         view = self.state.view
-        bound = self.max_rewrites or (10 * len(view) + 1000)
+        bound = self.max_rewrites if self.max_rewrites is not None else 10 * len(view) + 1000
         total = 0
-        recent: deque[str] = deque(maxlen=200)
+        recent = self.recent
         seen_changes: dict[str, int] = {}  # builtin -> position in view.changes it has seen
         for round_index in range(MAX_ROUNDS):
             start = time.perf_counter()
@@ -117,6 +141,7 @@ class LevelRunner:
                 removed = BUILTINS[name](self.state, changed) if changed is None or changed else 0
                 self.stats.builtins[name] += removed
                 folded += removed
+            self._check_growth(view)
             if folded and hasattr(self.state, "refresh_types"):
                 self.state.refresh_types()  # folding may have made shapes static
             self.stats.builtin_seconds += time.perf_counter() - start
@@ -155,6 +180,7 @@ class LevelRunner:
         for node_id in sorted(view.node_ids(), key=view.order_of):
             dispatch = self.by_op.get(view.node_key(node_id))
             for rule in dispatch.rules if dispatch else ():
+                start_attempt()
                 for match in matcher.matches(rule, node_id):
                     if self._placement_allows(rule, match) and rewriter.would_apply(match):
                         raise AssertionError(f"fixpoint missed {rule.name} at node "
@@ -164,17 +190,17 @@ class LevelRunner:
                 raise AssertionError(f"fixpoint missed work for builtin {name}")
 
     # ------------------------------------------------------------------- worklist
-    def _rules_to_fixpoint(self, view: GraphView, budget: int, recent: deque) -> int:
+    def _rules_to_fixpoint(self, view: GraphView, allowed: int, recent: deque) -> int:
         """Run the worklist; its time counts as matching, except what ``apply`` takes."""
         if not self.by_op:
             return 0
         start, rewriting = time.perf_counter(), self.stats.rewrite_seconds
         try:
-            return self._worklist(view, budget, recent)
+            return self._worklist(view, allowed, recent)
         finally:
             self.stats.match_seconds += time.perf_counter() - start - (self.stats.rewrite_seconds - rewriting)
 
-    def _worklist(self, view: GraphView, budget: int, recent: deque) -> int:
+    def _worklist(self, view: GraphView, allowed: int, recent: deque) -> int:
         ordered = sorted(view.node_ids(), key=view.order_of)
         queue: deque[NodeId] = deque(ordered)
         queued = set(ordered)
@@ -191,6 +217,7 @@ class LevelRunner:
                 continue
             hood = matcher.neighborhood(node_id)  # shared by the rules' root checks
             for rule, checks in dispatch.candidates(hood):
+                start_attempt()  # what its expressions may make (expr/budget.py)
                 if not matcher.root_checks_hold(rule, hood, checks):
                     continue
                 result = self._try(rule, node_id, matcher, rewriter, hood)
@@ -198,8 +225,9 @@ class LevelRunner:
                     continue
                 applied += 1
                 recent.append(rule.name)
-                if applied > budget:
+                if applied > allowed:
                     raise FixpointError(self.name, applied - 1, Counter(recent))
+                self._check_growth(view)
                 for neighbor in self.revisit.roots(view, result.touched):
                     if neighbor not in queued:
                         queued.add(neighbor)

@@ -36,7 +36,8 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from ..dsl import Pack, load_pack_checked
-from ..errors import RewriterError
+from ..errors import RewriterError, RuleError
+from .arguments import check_arguments
 from .artifacts import describe, write_artifacts
 from .compare import compare_outputs, feeds_tolerance, random_feeds, run_model
 from .diagnose import reason_key, summarize, why_not_applied
@@ -67,6 +68,15 @@ class RuleVerdict:
     last_reject: str = ""
     seconds: float = 0.0
     stopped_early: bool = False    # the time budget ended the drawing
+
+
+class RuleFault(BaseException):
+    """The rule itself is at fault (its expressions exceed their budget): not a
+    counterexample to shrink.  A BaseException, so hypothesis stops at once."""
+
+    def __init__(self, error: RuleError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class VerificationFailure(Exception):
@@ -116,6 +126,8 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
             reject()  # shrinking is bounded by attempts (repeatable), then by the budget
         try:
             instance = draw_instance(data, rule)
+        except RuleError as error:
+            raise RuleFault(error) from None
         except Reject as why:
             if counting:
                 verdict.invalid += 1
@@ -149,6 +161,8 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
                                        providers="CPU")
             after = result.model
             applied = result.report.applied(rule.name) > 0
+        except RuleError as error:
+            raise RuleFault(error) from None
         except Exception as error:  # the engine itself failed on a valid model
             applied = True
             problem = f"the engine raised {error.__class__.__name__}: {error}"
@@ -195,6 +209,9 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
 
     try:
         campaign()
+    except RuleFault as fault:
+        shutil.rmtree(running, ignore_errors=True)
+        raise fault.error from None
     except VerificationFailure:
         pass
     except Exception as error:  # hypothesis gave up (unsatisfiable, flaky replay...)
@@ -269,6 +286,7 @@ def verify(paths: Iterable[str | Path] | None = None, rule: str | Iterable[str] 
     """Verify every rule of the given packs (or only the named ``rule``s); see the module
     docstring.  ``jobs``: worker processes (default: every core; 1 runs in this process).
     Verdicts come back in the packs' rule order, whichever finished first."""
+    check_arguments(paths, rule, examples, seed, out, jobs)
     began = time.monotonic()
     if packs is not None:
         chosen = [load_pack_checked(p) for p in packs]
@@ -280,8 +298,6 @@ def verify(paths: Iterable[str | Path] | None = None, rule: str | Iterable[str] 
     missing = [w for w in wanted or () if not any(name == w for _, _, name in names)]
     if missing:
         raise RewriterError(f"no rule named '{missing[0]}' in {', '.join(p.file for p, _ in chosen)}")
-    if examples < 1:
-        raise RewriterError(f"--examples must be at least 1, not {examples}")
     options = dict(examples=examples, seed=seed, out=out, shrink_attempts=shrink_attempts,
                    budget_seconds=budget_seconds)
     report = VerifyReport([None] * len(names))  # type: ignore[list-item]
