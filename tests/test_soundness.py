@@ -186,6 +186,19 @@ def test_flattened_gemm_needs_the_leading_axes_flattened():
     assert_valid_and_equal(before, after, feeds)
 
 
+def test_skip_layernorm_fusion_needs_gamma_as_long_as_the_last_axis():
+    """LayerNormalization broadcasts a [1] gamma over the last axis; SkipLayerNormalization
+    refuses it.  With dynamic axes the engine cannot see the difference: the rule must."""
+    before = model([helper.make_node("Add", ["a", "b"], ["s"]),
+                    helper.make_node("LayerNormalization", ["s", "g"], ["y"], axis=-1)],
+                   [tensor("a", F, ["B", "S", "H"]), tensor("b", F, ["B", "S", "H"])],
+                   [tensor("y", F, ["B", "S", "H"])], [init("g", np.array([1.5], np.float32))])
+    after = extended(before).model
+    rng = np.random.default_rng(0)
+    feeds = {k: rng.standard_normal((2, 3, 4)).astype(np.float32) for k in "ab"}
+    assert_valid_and_equal(before, after, feeds)
+
+
 # ------------------------------------------------------------------- edge semantics
 
 def _guarded_softmax(mask_value: float, dtype=np.float32) -> onnx.ModelProto:

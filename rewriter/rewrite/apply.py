@@ -36,7 +36,13 @@ from .replacement_types import replacement_type_problem
 
 
 class Refused(Exception):
-    """The match is valid but applying it would break a guarantee; the graph is untouched."""
+    """The match is valid but applying it would break a guarantee; the graph is untouched.
+    ``rule_fault``: the rule's own constraints should have excluded it (see
+    replacement_types.TypeProblem)."""
+
+    def __init__(self, message: str, rule_fault: bool = False) -> None:
+        super().__init__(message)
+        self.rule_fault = rule_fault
 
 
 @dataclass
@@ -377,7 +383,7 @@ class Rewriter:
         ill_typed = replacement_type_problem(view, build.nodes, build.names, build.initializers,
                                              build.aliases, replaced, build.types)
         if ill_typed:
-            raise Refused(ill_typed)
+            raise Refused(ill_typed, ill_typed.rule_fault)
 
     def _dies_with(self, node_id: NodeId, deleted: set[NodeId], referenced: set[str],
                    memo: dict[NodeId, bool], depth: int = 0) -> bool:
@@ -407,14 +413,14 @@ class Rewriter:
         """Whether ``apply`` would rewrite (the graph is not touched)."""
         return self.refusal(match) is None
 
-    def refusal(self, match: Match) -> str | None:
+    def refusal(self, match: Match) -> Refused | EvalFailure | None:
         """Why ``apply`` would refuse ``match`` (None when it would rewrite; the graph is
         not touched)."""
         try:
             build = self.build(match)
             self._check(match, build, self._deleted_nodes(match, build))
         except (Refused, EvalFailure) as why:
-            return str(why) or why.__class__.__name__
+            return why
         return None
 
     def apply(self, match: Match) -> Applied:

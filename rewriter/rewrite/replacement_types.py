@@ -30,9 +30,25 @@ from ..graph.view import GraphView
 _SMALL_CONSTANT = 64  # elements: constants onnx's inference may read (shapes, axes)
 
 
+class TypeProblem(str):
+    """Why a replacement is ill-typed.  ``rule_fault``: the rule's constraints let through a
+    rewrite that changes a value's type or shape, or builds a node onnx finds inconsistent —
+    where shapes are unknown (dynamic axes) the engine could not have refused it, so the
+    verifier counts it against the rule; a type the op's schema does not take is the
+    engine's to refuse (rules rely on it), not a fault."""
+
+    rule_fault: bool = False
+
+    @classmethod
+    def fault(cls, message: str) -> "TypeProblem":
+        problem = cls(message)
+        problem.rule_fault = True
+        return problem
+
+
 def replacement_type_problem(view: GraphView, nodes, names, initializers: list[TensorProto],
                              aliases: list[tuple[str, str]], replaced: set[str],
-                             new_types: dict[str, TypeProto]) -> str | None:
+                             new_types: dict[str, TypeProto]) -> TypeProblem | None:
     """Why the replacement is ill-typed (None when it is fine); fills ``new_types`` with the
     types inferred for the values it creates.  ``names``: each node's (inputs, outputs);
     ``replaced``: the graph values the replacement redefines."""
@@ -42,7 +58,7 @@ def replacement_type_problem(view: GraphView, nodes, names, initializers: list[T
         if tensor.name in replaced:
             problem = type_conflict(view.type_of(tensor.name), new_types[tensor.name], tensor.name)
             if problem:
-                return problem
+                return TypeProblem.fault(problem)
         if _numel(tensor) <= _SMALL_CONSTANT:
             data[tensor.name] = tensor
 
@@ -59,7 +75,7 @@ def replacement_type_problem(view: GraphView, nodes, names, initializers: list[T
         expected = {name: view.type_of(name) for name in outputs if name in replaced}
         problem = _binding_problem(info, inputs, outputs, {**input_types, **expected})
         if problem:
-            return problem
+            return TypeProblem(problem)
         if domain or any(name and name not in input_types for name in inputs):
             # a contrib op (its schema's types were checked; inferring shapes through its
             # standard stand-ins costs more than all the rest: its outputs are typed lazily
@@ -73,20 +89,20 @@ def replacement_type_problem(view: GraphView, nodes, names, initializers: list[T
         try:
             inferred = infer_node_types(node, input_types, view.opsets, data, strict=True)
         except NodeTypeError as err:
-            return f"{node.op_type} as the replacement builds it is invalid: {err}"
+            return TypeProblem.fault(f"{node.op_type} as the replacement builds it is invalid: {err}")
         for name in outputs:
             if not name or name not in inferred:
                 continue
             if name in expected:
                 problem = type_conflict(expected[name], inferred[name], name)
                 if problem:
-                    return problem
+                    return TypeProblem.fault(problem)
             else:
                 new_types[name] = inferred[name]
     for target, source in aliases:
         problem = type_conflict(view.type_of(target), type_of(source), target)
         if problem:
-            return problem
+            return TypeProblem.fault(problem)
     return None
 
 

@@ -8,6 +8,10 @@ shrunk by hypothesis and saved as ``before.onnx``, ``after.onnx``, ``inputs.npz`
 draws failed: its constraints or the generator need attention, and it proves nothing.  A
 rule the static checker refuses (``rewriter check``) fails without a draw.
 
+Stratified: a rule's examples are shared among strata that force what a free draw rarely
+reaches together (dynamic axes; hinted shapes, values and attributes varied; high ranks),
+each a hypothesis campaign of its own.
+
 Repeatable: each rule's campaign is seeded from ``--seed`` and the rule's name (the same
 counterexample whichever worker runs it, whatever else is verified), and shrinking stops
 after a number of attempts, not a time.  Bounded: a rule's campaign, drawing and shrinking
@@ -41,7 +45,7 @@ from .arguments import check_arguments
 from .artifacts import describe, write_artifacts
 from .compare import compare_outputs, feeds_tolerance, random_feeds, run_model
 from .diagnose import reason_key, summarize, why_not_applied
-from .instance import Reject, draw_instance
+from .instance import STRATA, Reject, Stratum, draw_instance
 
 DEFAULT_EXAMPLES = 50    # rewritten instances compared per rule
 BUDGET_SECONDS = 30.0   # a rule's campaign, drawing and shrinking together, then it stops
@@ -49,6 +53,7 @@ SHRINK_ATTEMPTS = 150   # new instances tried while shrinking a failure, then th
 DIAGNOSED_DRAWS = 12    # draws the engine left alone whose reason is looked for
 RUNNING = ".running"    # OUT/PACK/RULE/.running: the rewritten draw being run right now
 CRASHED = "onnxruntime crashed the process running the rewritten model"
+CRASHED_ORIGINAL = "onnxruntime crashed the process running a drawn instance itself, before any rewrite"
 
 
 @dataclass
@@ -68,6 +73,7 @@ class RuleVerdict:
     last_reject: str = ""
     seconds: float = 0.0
     stopped_early: bool = False    # the time budget ended the drawing
+    shrink_cut: bool = False       # the time budget ended the shrinking (not repeatable then)
 
 
 class RuleFault(BaseException):
@@ -77,6 +83,15 @@ class RuleFault(BaseException):
     def __init__(self, error: RuleError) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+class _Barren(BaseException):
+    """A stratum in which the rule has applied to none of many valid draws: the stratum
+    ends there (a rule that never applies is reported without hypothesis's long search;
+    a BaseException, so hypothesis stops at once)."""
+
+
+BARREN_DRAWS = 3  # x a stratum's examples (+ 10): valid draws left alone before it ends
 
 
 class VerificationFailure(Exception):
@@ -107,25 +122,27 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
     verdict = RuleVerdict(pack.name, rule.name)
     artifacts = Path(out) / pack.name / rule.name
     running = artifacts / RUNNING
+    # folders this campaign makes (for the draw being run): removed again unless they end
+    # up holding a counterexample
+    created = [d for d in (Path(out), Path(out) / pack.name, artifacts) if not d.exists()]
     failing: dict = {"seen": False, "attempts": 0}
     reasons: Counter = Counter()     # why valid draws were left alone (a sample of them)
     # outcome per (instance, inputs): shrinking revisits instances
     outcomes: dict[bytes, str | None] = {}
     reproduce = f"rewriter verify {pack.file} --rule {rule.name} --seed {seed} --examples {examples}"
 
-    @hypothesis_seed(rule_seed(seed, pack.name, rule.name))
-    @settings(max_examples=examples, database=None, deadline=None, derandomize=False,
-              suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False)
-    @given(st.data())
-    def campaign(data) -> None:
+    tally: Counter = Counter()  # per stratum: draws left alone, draws rewritten
+
+    def campaign(data, stratum: Stratum, quota: int) -> None:
         counting = not failing["seen"]
         if time.monotonic() - began > budget_seconds:
             verdict.stopped_early = counting
+            verdict.shrink_cut = not counting
             reject()  # out of time: the remaining draws (or shrinks) are skipped, cheaply
         if not counting and failing["attempts"] >= shrink_attempts:
             reject()  # shrinking is bounded by attempts (repeatable), then by the budget
         try:
-            instance = draw_instance(data, rule)
+            instance = draw_instance(data, rule, stratum)
         except RuleError as error:
             raise RuleFault(error) from None
         except Reject as why:
@@ -144,6 +161,9 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
             failing["attempts"] += 1
         feeds = random_feeds(instance.model, inputs_seed, ranges=instance.input_ranges,
                              shapes=instance.input_shapes)
+        # if onnxruntime kills the process running the draw itself, the parent finds it
+        write_artifacts(running, instance.model, None, feeds,
+                        describe(instance.model, feeds, instance.draws, CRASHED_ORIGINAL, rule.name, reproduce))
         try:
             before_outputs = run_model(instance.model, feeds)
         except Exception as why:  # onnxruntime cannot run this draw (e.g. a missing kernel)
@@ -161,6 +181,13 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
                                        providers="CPU")
             after = result.model
             applied = result.report.applied(rule.name) > 0
+            if not applied and sum(r.refused for r in result.report.rules):
+                why = why_not_applied(instance.model, single.rules[0])
+                if why.rule_fault:  # the engine saved this model; a dynamic one it could not
+                    applied, after = True, None
+                    problem = (f"the rule rewrites into something else: {why.removeprefix('the engine refused the match: ')} "
+                               f"(the engine refused it here, where the shapes are known; with "
+                               f"dynamic axes it could not)")
         except RuleError as error:
             raise RuleFault(error) from None
         except Exception as error:  # the engine itself failed on a valid model
@@ -169,7 +196,12 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
             if not isinstance(error, RewriterError):
                 problem += "\n" + traceback.format_exc()
         outcomes[key] = None
+        if counting:
+            tally[stratum.name, applied] += 1
         if not applied:
+            if counting and not tally[stratum.name, True] and \
+                    tally[stratum.name, False] >= BARREN_DRAWS * quota + 10:
+                raise _Barren()
             if counting and instance.near_miss is not None:
                 verdict.near_misses_refused += 1
             elif counting and sum(reasons.values()) < DIAGNOSED_DRAWS:
@@ -207,18 +239,29 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
             write_artifacts(artifacts, instance.model, after, feeds, report)
             _fail_if(problem)
 
-    try:
-        campaign()
-    except RuleFault as fault:
-        shutil.rmtree(running, ignore_errors=True)
-        raise fault.error from None
-    except VerificationFailure:
-        pass
-    except Exception as error:  # hypothesis gave up (unsatisfiable, flaky replay...)
-        if not failing["seen"]:
-            verdict.last_reject = verdict.last_reject or f"{error.__class__.__name__}: {error}"
+    for index, stratum in enumerate(STRATA):  # each with its share of the examples
+        if failing["seen"] or time.monotonic() - began > budget_seconds:
+            break
+        quota = max(1, round(examples * stratum.share))
+        run = given(st.data())(_for_stratum(campaign, stratum, quota))
+        run = settings(max_examples=quota, database=None, deadline=None,
+                       derandomize=False, suppress_health_check=list(HealthCheck),
+                       report_multiple_bugs=False, print_blob=False)(run)
+        run = hypothesis_seed(rule_seed(seed, pack.name, rule.name) + index)(run)
+        try:
+            run()
+        except RuleFault as fault:
+            _tidy(running, created)
+            raise fault.error from None
+        except VerificationFailure:
+            break
+        except _Barren:
+            continue
+        except Exception as error:  # hypothesis gave up (unsatisfiable, flaky replay...)
+            if not failing["seen"]:
+                verdict.last_reject = verdict.last_reject or f"{error.__class__.__name__}: {error}"
     verdict.seconds = time.monotonic() - began
-    shutil.rmtree(running, ignore_errors=True)
+    _tidy(running, created)
     if failing["seen"]:  # decided by what was seen, however hypothesis ended
         verdict.verdict = "FAIL"
         verdict.message = str(failing["problem"]).splitlines()[0]
@@ -234,7 +277,29 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
     if verdict.stopped_early:
         verdict.message = (verdict.message + "; " if verdict.message else "") + \
             f"drawing stopped at the {budget_seconds:g} s budget after {verdict.draws} draws"
+    if verdict.shrink_cut and verdict.verdict == "FAIL":
+        verdict.message += (f" (shrinking stopped at the {budget_seconds:g} s budget: another run "
+                            f"may keep another counterexample)")
     return verdict
+
+
+def _tidy(running: Path, created: list[Path]) -> None:
+    """Remove the running draw's folder, and the folders made for it if nothing else is
+    in them."""
+    shutil.rmtree(running, ignore_errors=True)
+    for folder in reversed(created):
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (a counterexample), or gone
+            break
+
+
+def _for_stratum(campaign: Callable, stratum: Stratum, quota: int) -> Callable:
+    """``campaign`` for one stratum, as the plain function of one argument hypothesis's
+    @given wants."""
+    def test(data) -> None:
+        campaign(data, stratum, quota)
+    return test
 
 
 def collect_packs(paths: Iterable[str | Path] | None) -> list[tuple[Pack, dict[str, list]]]:
@@ -358,7 +423,10 @@ def _crashed(pack: str, rule: str, out: Path) -> RuleVerdict:
     if not running.is_dir():
         return RuleVerdict(pack, rule, verdict="unverified",
                            message="the campaign's process died before any rewritten draw ran")
+    rewritten = (running / "after.onnx").exists()  # else the drawn instance itself crashed
     for item in running.iterdir():
         item.replace(artifacts / item.name)
     running.rmdir()
+    if not rewritten:  # onnxruntime's fault (or the generator's), not the rule's
+        return RuleVerdict(pack, rule, verdict="unverified", message=CRASHED_ORIGINAL, artifacts=artifacts)
     return RuleVerdict(pack, rule, verdict="FAIL", message=CRASHED, artifacts=artifacts)

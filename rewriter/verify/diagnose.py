@@ -24,17 +24,24 @@ from ..rewrite.fixpoint import compiled
 _WHERE_LINE = re.compile(r"^where `.*` \(line (\d+)\)")
 
 
-def why_not_applied(model: ModelProto, rule: A.Rule) -> str:
+class Why(str):
+    """A reason; ``rule_fault`` when it is the rule's (the engine refused a replacement
+    that would change a value's type or shape: see rewrite/replacement_types.py)."""
+
+    rule_fault: bool = False
+
+
+def why_not_applied(model: ModelProto, rule: A.Rule) -> Why:
     """The reason the rule does not rewrite ``model`` (its deepest failure over all roots)."""
     with np.errstate(all="ignore"):  # as the level runner evaluates expressions
         return _why_not_applied(model, rule)
 
 
-def _why_not_applied(model: ModelProto, rule: A.Rule) -> str:
+def _why_not_applied(model: ModelProto, rule: A.Rule) -> Why:
     try:
         state = ModelState(model)
     except Exception as err:  # the instance itself is odd: say so rather than fail
-        return f"the instance did not load: {err}"
+        return Why(f"the instance did not load: {err}")
     plan = compiled(rule)
     matcher = Matcher(state.view, record_failures=True)
     rewriter = Rewriter(state)
@@ -42,15 +49,18 @@ def _why_not_applied(model: ModelProto, rule: A.Rule) -> str:
     for key in plan.root_ops:
         for node_id in state.view.nodes_by_op(*key):
             for match in matcher.matches(plan, node_id):
-                reason = rewriter.refusal(match)
-                return f"the engine refused the match: {reason}" if reason else \
-                    "matched; refused by placement or the provider's kernels"
+                refusal = rewriter.refusal(match)
+                if refusal is None:
+                    return Why("matched; refused by placement or the provider's kernels")
+                why = Why(f"the engine refused the match: {str(refusal) or type(refusal).__name__}")
+                why.rule_fault = bool(getattr(refusal, "rule_fault", False))
+                return why
             failure = matcher.last_failure
             if failure is not None and (deepest is None or failure.depth > deepest.depth):
                 deepest = failure
     if deepest is None:
-        return "no node of the root's op in the instance"
-    return deepest.reason
+        return Why("no node of the root's op in the instance")
+    return Why(deepest.reason)
 
 
 def reason_key(reason: str) -> str:

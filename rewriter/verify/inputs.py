@@ -126,7 +126,9 @@ def _conv(draw, ctx: NodeContext, slot: int) -> Spec | None:
         return Spec(ctx.dtype, [draw(st.integers(1, 2)), channels] + [ctx.dim() for _ in range(rank - 2)])
     if x is None:
         return None
-    kernel = ctx.attrs.get("kernel_shape") or [draw(st.integers(1, min(3, d))) for d in x[2:]]
+    # a kernel no larger than a known spatial size (an empty or symbolic one: any small one)
+    kernel = ctx.attrs.get("kernel_shape") or [
+        draw(st.integers(1, min(3, d) if isinstance(d, int) and d >= 1 else 3)) for d in x[2:]]
     if slot == 1:
         out_channels = group * counts()
         return Spec(ctx.dtype, [out_channels, x[1] // group] + list(kernel))
@@ -135,10 +137,12 @@ def _conv(draw, ctx: NodeContext, slot: int) -> Spec | None:
 
 
 def _batchnorm(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    """Statistics per channel; per element (all but the batch axis) where an opset 7-8
+    BatchNormalization has ``spatial`` 0."""
     x = ctx.shape(0)
     if slot == 0 or x is None or len(x) < 2:
         return None
-    return Spec(ctx.dtype, [x[1]])
+    return Spec(ctx.dtype, list(x[1:]) if ctx.attrs.get("spatial", 1) == 0 else [x[1]])
 
 
 def _layernorm(draw, ctx: NodeContext, slot: int) -> Spec | None:

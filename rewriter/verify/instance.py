@@ -23,11 +23,30 @@ from ..dsl.schemas import find_schema, latest_opset, normalize_domain
 from ..expr.dtypes import DTYPES
 from .choices import chance, permutation, pick
 from .inputs import NodeContext, Spec, attribute_candidates, input_spec
-from .variety import (FLOATS, element_types, mask_inputs, opset_range, own_float_types, rank_hints,
+from .variety import (FLOATS, attribute_opsets, element_types, mask_inputs, opset_range, own_float_types, rank_hints,
                       special_values, unmentioned_attribute_values)
 
 DEFAULT_OPSET = 17
 NEAR_MISSES = ("intermediate-output", "extra-consumer", "input-not-constant", "literal-off", "shape-off")
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """A part of a rule's campaign, with its share of the examples: what it forces that a
+    free draw reaches too seldom (shrinking stays inside the stratum)."""
+
+    name: str
+    share: float
+    dynamic: bool | None = None      # inputs declared with symbolic dims (None: drawn)
+    varied: bool = False             # hinted shapes and values, unmentioned attributes varied
+    ranks: tuple[int, ...] = ()      # the instance's main rank, from these
+
+
+STRATA = (Stratum("free", 0.4), Stratum("dynamic axes", 0.2, dynamic=True),
+          Stratum("varied", 0.2, varied=True), Stratum("high ranks", 0.2, ranks=(3, 4, 5)))
+
+
+SHAPING_ATTRIBUTES = {"spatial"}  # attributes that decide what shapes the inputs take
 
 
 class Reject(Exception):
@@ -178,13 +197,14 @@ def _const_value(expr: A.Expr) -> object:
 
 
 class _Builder:
-    def __init__(self, data, rule: A.Rule) -> None:
+    def __init__(self, data, rule: A.Rule, stratum: Stratum = STRATA[0]) -> None:
         self.draw = data.draw
         self.rule = rule
         self.nodes: list[onnx.NodeProto] = []
         self.inputs: list[onnx.ValueInfoProto] = []
         self.inits: list[TensorProto] = []
-        self.types: dict[str, TypeProto] = {}
+        self.types: dict[str, TypeProto] = {}      # as declared (symbolic dims, dynamic axes)
+        self.concrete: dict[str, TypeProto] = {}   # at run time: what inputs are drawn against
         self.values: dict[str, str] = {}          # pattern name -> graph value
         self.captures: dict[str, object] = {}
         self.domains: set[str] = set()
@@ -210,13 +230,17 @@ class _Builder:
         else:  # the opset the rule's wheres ask for (17 when they allow it)
             low, high = opset_range(rule)
             self.opset = min(max(DEFAULT_OPSET, low), high, latest_opset(""))
+            # one draw in three where an attribute the pattern mentions still exists
+            older = attribute_opsets(rule, low, self.opset)
+            if older and self.chance(3, "an older opset"):
+                self.opset = pick(self.draw, older, label="older opset")
         self.wrap_inputs = self.chance(2, "prologue")
         self.wrap_outputs = self.chance(2, "epilogue")
         if _eliminates(rule) and not (self.wrap_inputs or self.wrap_outputs):
             # an elimination between a graph input and a graph output is refused (the
             # output must keep its name): a draw in eight tries that, the rest can apply
             self.wrap_outputs = not self.chance(8, "bare elimination")
-        rank = pick(self.draw, [1, 2, 3, 4, 0, 5], label="main rank")  # rank 0 and 5 too
+        rank = pick(self.draw, stratum.ranks or [1, 2, 3, 4, 0, 5], label="main rank")  # rank 0 and 5 too
         # the instance's dims come mostly from a pool of two sizes, so they often coincide:
         # a bias broadcast along the wrong axis, a transposition of the wrong axes, is
         # then silently wrong instead of refused for its shape
@@ -232,9 +256,13 @@ class _Builder:
         # one instance in five declares its inputs' dims symbolically (dynamic axes); one in
         # four sets an attribute the pattern does not mention off its default, one in four
         # gives a hinted input another rank or a broadcasting shape
-        self.dynamic = self.chance(5, "dynamic dims")
-        self.vary_unmentioned = self.chance(4, "vary an attribute")
-        self.vary_hinted = self.chance(4, "vary a hinted shape")
+        self.dynamic = self.chance(5, "dynamic dims") if stratum.dynamic is None else stratum.dynamic
+        # half of those name every dim apart: inference then cannot tell equal sizes either,
+        # so a rewrite that moves dims of equal size (a wrong perm) gets past the engine
+        self.unrelated_dims = self.dynamic and self.chance(2, "unrelated dims")
+        self.vary_unmentioned = stratum.varied or self.chance(4, "vary an attribute")
+        self.vary_hinted = stratum.varied or self.chance(4, "vary a hinted shape")
+        self.hinted_variations = 2 if stratum.varied else 1  # how many hinted items vary
         self.ranks = rank_hints(rule)
         self.rank_decided: dict[str, int | None] = {}
         self.input_ranges: dict[str, tuple[int, int]] = {}
@@ -316,7 +344,7 @@ class _Builder:
             array = spec.value if spec.value is not None else \
                 self._maybe_special(name, self._random(spec.dtype, spec.shape, spec.divisor))
             self.inits.append(numpy_helper.from_array(np.asarray(array), value_name))
-            self.types[value_name] = helper.make_tensor_type_proto(
+            self.types[value_name] = self.concrete[value_name] = helper.make_tensor_type_proto(
                 helper.np_dtype_to_tensor_dtype(np.asarray(array).dtype), list(np.asarray(array).shape))
             self.draws.append(f"{value_name} = constant {np.asarray(array).dtype}{list(np.asarray(array).shape)}")
         else:
@@ -325,6 +353,8 @@ class _Builder:
                 graph_input = self.fresh(f"{value_name}_in")
             if spec.dim_names is not None:
                 declared = [n if isinstance(n, str) else d for n, d in zip(spec.dim_names, spec.shape)]
+            elif self.dynamic and self.unrelated_dims:  # nothing known of any dim
+                declared = [f"{graph_input}_d{i}" for i in range(len(spec.shape))]
             elif self.dynamic:  # dims unknown until run time: shape changes get past inference
                 declared = [d if d == 1 else f"n{d}" for d in spec.shape]  # equal sizes, one name
             else:
@@ -335,11 +365,13 @@ class _Builder:
             if spec.divisor and np.issubdtype(helper.tensor_dtype_to_np_dtype(spec.dtype), np.integer):
                 self.input_ranges[graph_input] = (1, 5)
             self.types[graph_input] = vi.type
+            self.concrete[graph_input] = helper.make_tensor_type_proto(spec.dtype, list(spec.shape))
             self.draws.append(f"{graph_input}: input {helper.tensor_dtype_to_string(spec.dtype)}{spec.shape}")
             if self.wrap_inputs:
                 self.nodes.append(helper.make_node("Identity", [graph_input], [value_name],
                                                    name=f"prologue{len(self.nodes)}"))
                 self.types[value_name] = vi.type
+                self.concrete[value_name] = self.concrete[graph_input]
                 self.draws.append(f"{value_name} = Identity({graph_input})")
         return value_name
 
@@ -354,7 +386,7 @@ class _Builder:
             self.draws.append(f"{value} = Shape({shape_of})")
             return value
         if hint is not None and hint.value is not None and self.vary_hinted and self.chance(2, f"vary {name}"):
-            self.vary_hinted = False  # the hinted value replaced by one op knowledge draws
+            self.hinted_varied()  # the hinted value replaced by one op knowledge draws
             hint = None
         if hint is not None and hint.value is not None:
             value = np.asarray(_const_value(hint.value))
@@ -385,7 +417,12 @@ class _Builder:
         if ctx.op in ("Div", "Mod") and slot == 1 and not ctx.domain:
             spec = dataclasses.replace(spec, divisor=True)
         own = own_float_types(ctx.info, slot, spec.dtype) if spec.value is None else []
-        if own and self.chance(3, "own precision"):
+        # inputs of one type parameter share the type (BatchNormalization's scale and B)
+        sibling = next((known[0] for i, known in enumerate(ctx.known) if own and i != slot and known
+                        and ctx.info.formal(i) == ctx.info.formal(slot)), None)
+        if sibling is not None:
+            spec = dataclasses.replace(spec, dtype=sibling)
+        elif own and self.chance(3, "own precision"):
             spec = dataclasses.replace(spec, dtype=pick(self.draw, own, label="mixed precision"))
         if spec.const or (spec.value is not None):
             constant = True
@@ -405,6 +442,11 @@ class _Builder:
         (``absent(b)``), else half the time."""
         one_in = 8 if name in self.wanted_absent else 8 / 7 if name in self.wanted_present else 2
         return self.chance(one_in, f"{name} present")
+
+    def hinted_varied(self) -> None:
+        """One hinted item was varied (one per instance, two in the varied stratum)."""
+        self.hinted_variations -= 1
+        self.vary_hinted = self.hinted_variations > 0
 
     def hinted_rank(self, name: str | None) -> int | None:
         """The rank a ``where`` asks of ``name`` (see variety.rank_hints), decided once per
@@ -432,7 +474,7 @@ class _Builder:
 
         if not self.vary_hinted or not self.chance(2, "vary this hinted shape"):
             return dims
-        self.vary_hinted = False  # (one hinted input per instance)
+        self.hinted_varied()
         vary = pick(self.draw, ["fewer axes", "more axes", "resized", "broadcast"], label="vary hinted shape")
         other = next((k for i, k in enumerate(ctx.known) if i != slot and k is not None), None)
         if vary == "fewer axes" and len(dims) > 1:
@@ -487,10 +529,13 @@ class _Builder:
             if isinstance(expr, A.Name) and expr.id not in DTYPES:
                 hint = self.hints.get(expr.id)
                 candidates = attribute_candidates(alt.op, pattern.name, rank)
+                varied = hint is not None and hint.value is not None and candidates and self.vary_hinted \
+                    and self.chance(2, f"vary {expr.id}")
+                if varied:
+                    self.hinted_varied()  # the hinted value drawn like an unhinted one
                 if expr.id in self.captures:
                     value = self.captures[expr.id]
-                elif hint is not None and hint.value is not None and not (
-                        candidates and self.vary_hinted and self.chance(2, f"vary {expr.id}")):
+                elif hint is not None and hint.value is not None and not varied:
                     value = _const_value(hint.value)
                 elif pattern.name == "perm":
                     # the identity (eliminations look for it), the default (reversal), or
@@ -517,6 +562,15 @@ class _Builder:
                 attrs[pattern.name] = value
         return attrs
 
+    def shaping_attributes(self, alt: A.OpPattern, ctx: NodeContext, rank: int) -> None:
+        """``{name: _}`` attributes that decide the inputs' shapes (an opset 7-8
+        BatchNormalization's ``spatial``: statistics per element), drawn before the inputs."""
+        others = unmentioned_attribute_values(ctx.info, alt, rank)
+        for pattern in alt.attrs:
+            if pattern.any_value and pattern.name in SHAPING_ATTRIBUTES and others.get(pattern.name) \
+                    and self.chance(2, f"vary {pattern.name}"):
+                ctx.attrs[pattern.name] = pick(self.draw, others[pattern.name], label=f"attr {pattern.name}")
+
     def unmentioned_attribute(self, alt: A.OpPattern, ctx: NodeContext, inputs: list[str]) -> None:
         """Now and then an attribute the pattern does not mention, off its default, and often
         one it says any value of (``{name: _}``): drawn once the inputs are, so spatial
@@ -527,7 +581,7 @@ class _Builder:
         channels = first[1][1] if first and len(first[1]) > 1 else None
         others = unmentioned_attribute_values(ctx.info, alt, rank, channels)
         for pattern in alt.attrs:
-            if pattern.any_value and others.get(pattern.name):
+            if pattern.any_value and others.get(pattern.name) and pattern.name not in SHAPING_ATTRIBUTES:
                 required = ctx.info is not None and pattern.name in ctx.info.attributes and \
                     ctx.info.attributes[pattern.name][1] is None and pattern.name not in ctx.attrs
                 if required or self.chance(2, f"vary {pattern.name}"):
@@ -544,9 +598,11 @@ class _Builder:
 
     # --------------------------------------------------------------------- nodes
     def known(self, value: str | None) -> tuple[int, list[int]] | None:
+        """``value``'s element type and dims at run time (a symbolic declared dim is a
+        number here: inputs drawn against it must match what runs)."""
         if not value:
             return None
-        t = self.types.get(value)
+        t = self.concrete.get(value)
         if t is None or not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
             return None
         dims = [d.dim_value for d in t.tensor_type.shape.dim]
@@ -576,6 +632,7 @@ class _Builder:
         ctx = NodeContext(alt.op, domain, self.opset, [], {}, self.main_shape, self.dtype,
                           find_schema(domain, alt.op, self.opset), dim=self.dim, outputs=list(eq.out_names))
         ctx.attrs = self.attributes(alt, ctx, rank)
+        self.shaping_attributes(alt, ctx, rank)
         inputs: list[str] = []
         for slot, arg in enumerate(alt.args):
             # what is known of every slot: those drawn so far, and later ones bound already
@@ -623,21 +680,27 @@ class _Builder:
         self.draws.append(f"{outputs} = {domain + '.' if domain else ''}{alt.op}({', '.join(inputs)}) {attrs or ''}")
 
     def infer(self, node: onnx.NodeProto) -> None:
+        """The node's output types, as declared (``types``) and at run time (``concrete``)."""
+        declared = self._infer(node, self.types)
+        concrete = self._infer(node, self.concrete) if self.dynamic else declared
+        for name in node.output:
+            if name in declared:
+                self.types[name] = declared[name]
+            if name in concrete:
+                self.concrete[name] = concrete[name]
+
+    def _infer(self, node: onnx.NodeProto, types: dict[str, TypeProto]) -> dict[str, TypeProto]:
         domain = normalize_domain(node.domain)
         try:
             schema = onnx.defs.get_schema(node.op_type, self.opset, domain)
             data = {t.name: t for t in self.inits if t.name in node.input}
-            inferred = shape_inference.infer_node_outputs(
-                schema, node, {i: self.types[i] for i in node.input if i in self.types}, data,
+            return shape_inference.infer_node_outputs(
+                schema, node, {i: types[i] for i in node.input if i in types}, data,
                 opset_imports=[helper.make_opsetid("", self.opset)])
         except Exception as err:  # unknown to onnx (contrib op) or an invalid draw
             if domain:
-                inferred = self._infer_with_ort(node)
-            else:
-                raise Reject(f"{node.op_type}: {str(err).splitlines()[0][:200]}") from None
-        for name in node.output:
-            if name in inferred:
-                self.types[name] = inferred[name]
+                return self._infer_with_ort(node)
+            raise Reject(f"{node.op_type}: {str(err).splitlines()[0][:200]}") from None
 
     def _infer_with_ort(self, node: onnx.NodeProto) -> dict:
         """Output types of an op onnx does not know, by running the partial model."""
@@ -645,7 +708,7 @@ class _Builder:
 
         model = self.model([o for o in node.output if o])
         try:
-            outputs = run_model(model, random_feeds(model, 0))
+            outputs = run_model(model, random_feeds(model, 0, shapes=self.input_shapes))
         except Exception as err:
             raise Reject(f"{node.op_type}: {str(err).splitlines()[0][:200]}") from None
         return {name: helper.make_tensor_type_proto(helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape))
@@ -663,17 +726,17 @@ class _Builder:
         return model
 
 
-def draw_instance(data, rule: A.Rule) -> Instance:
+def draw_instance(data, rule: A.Rule, stratum: Stratum = STRATA[0]) -> Instance:
     """A valid model containing one instance of ``rule``'s pattern (or ``Reject``: also
     when onnx's helpers cannot even build what was drawn)."""
     try:
-        return _draw_instance(data, rule)
+        return _draw_instance(data, rule, stratum)
     except (ValueError, TypeError, KeyError, IndexError, ZeroDivisionError) as err:
         raise Reject(f"cannot build the draw: {err.__class__.__name__}: {str(err)[:160]}") from None
 
 
-def _draw_instance(data, rule: A.Rule) -> Instance:
-    builder = _Builder(data, rule)
+def _draw_instance(data, rule: A.Rule, stratum: Stratum) -> Instance:
+    builder = _Builder(data, rule, stratum)
     for index in _order(rule):
         builder.add_node(rule.equations[index])
     consumed = {i for node in builder.nodes for i in node.input}

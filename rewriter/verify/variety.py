@@ -12,6 +12,8 @@ that draws only what the pattern names never reaches them.  So instances also va
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from onnx import AttributeProto, TensorProto
 
@@ -191,6 +193,35 @@ def rank_hints(rule: A.Rule) -> dict[str, int]:
                     if known:
                         hints.setdefault(alt.args[0].name, known[0])
     return hints
+
+
+def attribute_opsets(rule: A.Rule, low: int, high: int) -> list[int]:
+    """Opsets in [low, high] where a pattern node has an attribute the pattern mentions that
+    the op no longer has at ``high`` (BatchNormalization's ``spatial``, gone at 9): the
+    newest such opset per attribute, so that a rule ignoring it is drawn where it exists."""
+    found: set[int] = set()
+    for eq in rule.equations:
+        for alt in eq.alternatives:
+            domain = normalize_domain(alt.domain)
+            if domain:
+                continue
+            now = find_schema(domain, alt.op, high)
+            for attr in alt.attrs:
+                if now is not None and attr.name in now.attributes:
+                    continue
+                opset = _newest_with(alt.op, attr.name, low, high)
+                if opset is not None:
+                    found.add(opset)
+    return sorted(found)
+
+
+@lru_cache(maxsize=None)
+def _newest_with(op: str, attribute: str, low: int, high: int) -> int | None:
+    for opset in range(high, max(low, 1) - 1, -1):
+        info = find_schema("", op, opset)
+        if info is not None and attribute in info.attributes:
+            return opset
+    return None
 
 
 def opset_range(rule: A.Rule) -> tuple[int, int]:
