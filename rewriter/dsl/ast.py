@@ -248,6 +248,16 @@ class LiteralArg:
     pos: Position
 
 
+@dataclass(frozen=True)
+class ParamArg:
+    """``k as c`` in a parameterized rule: the literal parameter ``k`` (a number each
+    instance gives), bound to ``c``.  Instantiation turns it into a ``LiteralArg``."""
+
+    param: str
+    bind: str
+    pos: Position
+
+
 PatternArg = Union[VarArg, AnyArg, RestArg, LiteralArg]
 
 
@@ -354,6 +364,51 @@ class ReplacementEquation:
     pos: Position
 
 
+# ------------------------------------------------------------------------------ reuse
+# Named constraints, pattern fragments and rule families are expanded by the parser
+# (dsl/expand.py): the rest of the engine only ever sees plain rules.
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """``constraint name(a, b) = expr``: an expression a rule calls like a function; the
+    call is replaced by the body with the parameters bound to the arguments."""
+
+    name: str
+    params: tuple[str, ...]
+    expr: Expr
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Use:
+    """``use Frag(x, y)`` in a rule's body: the fragment's equations, wheres and lets, its
+    parameters renamed to these names."""
+
+    name: str
+    args: tuple[str, ...]
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """``fragment name(params) { equations, wheres, lets }``: part of a pattern rules use."""
+
+    name: str
+    params: tuple[str, ...]
+    body: tuple["Equation | Where | Let | Use", ...]
+    pos: Position
+
+
+@dataclass(frozen=True)
+class Instance:
+    """``Name(args)`` after a parameterized rule's ``for``: one rule of the family."""
+
+    name: str
+    args: tuple[Expr, ...]   # Name (an op or a value name), Num, Str, Const or ListExpr
+    pos: Position
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -367,6 +422,7 @@ class Rule:
     file: str
     providers: tuple[str, ...] = ()   # execution providers it may run on (empty: the pack's)
     examples: tuple[ExampleSet, ...] = ()  # generator hints for `rewriter verify`
+    family: str = ""  # "Template(args)" when the rule is an instance of a parameterized rule
 
     @property
     def benefit(self) -> int:

@@ -283,7 +283,11 @@ class _Checker:
             start = len(self.errors)
             self.check_rule(rule)
             if len(self.errors) > start:
-                by_rule.setdefault(rule.name, []).extend(self.errors[start:])
+                found = self.errors[start:]
+                if rule.family:  # the text is the family's: name the instance that fails
+                    found = [RuleError(f"{e.message} (in {rule.name} = {rule.family})", e.file, e.line,
+                                       e.column, e.snippet) for e in found]
+                by_rule.setdefault(rule.name, []).extend(found)
                 del self.errors[start:]
         return self.errors, by_rule
 

@@ -18,6 +18,7 @@ from ..errors import Position, RewriterError, RuleError
 from ..resources import grammar_text
 from ..text_files import TextFileError, read_text
 from . import ast as A
+from .expand import Constraints, Fragments, fresh_counter, instantiate
 from .schemas import latest_opset
 
 _TOKEN_NAMES = {
@@ -46,6 +47,9 @@ class _ToAst(Transformer):
         self.file = file
         self._fresh = itertools.count(1)
         self._pending: list[A.Equation] = []  # equations produced by nested calls
+        # reuse, defined before use (the transformer visits the file top-down)
+        self.constraints = Constraints()
+        self.fragments = Fragments(fresh_counter())
 
     def _pos(self, meta_or_token) -> Position:
         return Position(getattr(meta_or_token, "line", 0) or 0,
@@ -241,6 +245,10 @@ class _ToAst(Transformer):
         return A.LiteralArg(children[0], str(children[1]), self._pos(meta))
 
     @v_args(meta=True)
+    def arg_param_as(self, meta, children):
+        return A.ParamArg(str(children[0]), str(children[1]), self._pos(meta))
+
+    @v_args(meta=True)
     def arg_nested(self, meta, children):
         (op_pattern,) = children
         temp = f"${next(self._fresh)}"
@@ -351,6 +359,45 @@ class _ToAst(Transformer):
     def body(self, children):
         return [item for group in children for item in group]
 
+    fragment_body = body
+
+    @v_args(meta=True)
+    def use(self, meta, children):
+        name, *args = children
+        return [A.Use(str(name), tuple(str(a) for a in args if a is not None), self._pos(meta))]
+
+    def _names(self, tokens) -> tuple[str, ...]:
+        return tuple(str(t) for t in tokens if t is not None)
+
+    @v_args(meta=True)
+    def constraint_decl(self, meta, children):
+        name, *params, expr = children
+        self.constraints.define(A.Constraint(str(name), self._names(params), expr, self._pos(name)),
+                                builtin=())
+        return ("constraint", str(name))
+
+    @v_args(meta=True)
+    def fragment_decl(self, meta, children):
+        name, *params, body = children
+        body = [self.constraints.inline(item) for item in body]
+        self.fragments.define(A.Fragment(str(name), self._names(params), tuple(body), self._pos(name)))
+        return ("fragment", str(name))
+
+    def params(self, children):
+        return ("params", self._names(children))
+
+    def farg_name(self, children):
+        (tok,) = children
+        return A.Name(str(tok), self._pos(tok))
+
+    @v_args(meta=True)
+    def instance(self, meta, children):
+        name, *args = children
+        return A.Instance(str(name), tuple(args), self._pos(name))
+
+    def instances(self, children):
+        return ("instances", tuple(children))
+
     @v_args(meta=True)
     def requation(self, meta, children):
         return A.ReplacementEquation(children[0], children[1], self._pos(meta))
@@ -370,6 +417,8 @@ class _ToAst(Transformer):
         root = None
         tolerance = None
         providers: tuple[str, ...] = ()
+        params: tuple[str, ...] | None = None
+        instances: tuple[A.Instance, ...] = ()
         for option in options:
             if option is None:
                 continue
@@ -379,19 +428,42 @@ class _ToAst(Transformer):
                 tolerance = option[1]
             elif option[0] == "providers":
                 providers = option[1]
+            elif option[0] == "params":
+                params = option[1]
+            elif option[0] == "instances":
+                instances = option[1]
+        if (params is None) != (not instances):
+            raise RuleError(f"rule {name_tok} has parameters but no `for` instances" if params is not None
+                            else f"rule {name_tok} has `for` instances but no parameters",
+                            self.file, name_tok.line, name_tok.column)
+        body = self.fragments.expand(body)
+        body = [self.constraints.inline(item) for item in body]
+        replacement = self.constraints.inline(replacement)
         equations = tuple(i for i in body if isinstance(i, A.Equation))
         if root is None:
             if not equations or not equations[-1].out_names:
                 raise RuleError(f"rule {name_tok} needs a root (root NAME)", self.file,
                                 name_tok.line, name_tok.column)
             root = equations[-1].out_names[0]
-        return A.Rule(
+        rule = A.Rule(
             name=str(name_tok), root=root, equations=equations,
             wheres=tuple(i for i in body if isinstance(i, A.Where)),
             lets=tuple(i for i in body if isinstance(i, A.Let)),
             examples=tuple(i for i in body if isinstance(i, A.ExampleSet)),
             replacement=replacement, tolerance=tolerance, pos=self._pos(name_tok), file=self.file,
             providers=providers)
+        if params is None:
+            for eq in equations:
+                for alt in eq.alternatives:
+                    for arg in alt.args:
+                        if isinstance(arg, A.ParamArg):
+                            raise RuleError(f"'{arg.param} as {arg.bind}': '{arg.param}' is not a literal "
+                                            f"(only a rule's parameter may be)", self.file, arg.pos.line,
+                                            arg.pos.column)
+            return rule
+        if len(set(params)) != len(params):
+            raise RuleError(f"rule {name_tok} names a parameter twice", self.file, name_tok.line, name_tok.column)
+        return [instantiate(rule, params, instance) for instance in instances]
 
     # ---- pack
     @v_args(meta=True)
@@ -419,7 +491,7 @@ class _ToAst(Transformer):
             name=name, level=level, providers=providers,
             domains=tuple(i[1] for i in items if isinstance(i, tuple) and i[0] == "domain"),
             builtins=tuple(i[1] for i in items if isinstance(i, tuple) and i[0] == "builtin"),
-            rules=tuple(i for i in items if isinstance(i, A.Rule)),
+            rules=tuple(r for i in items for r in (i if isinstance(i, list) else [i]) if isinstance(r, A.Rule)),
             file=self.file, pos=pos)
 
 
