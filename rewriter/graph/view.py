@@ -105,48 +105,15 @@ def _implicit_inputs(node: NodeProto) -> list[str]:
     return list(names)
 
 
-def _direct(graph: nx.MultiDiGraph) -> bool:
-    """Whether NetworkX keeps the adjacency dicts this module writes directly (3.x)."""
-    return isinstance(getattr(graph, "_succ", None), dict) and isinstance(getattr(graph, "_pred", None), dict) \
-        and getattr(nx, "_clear_cache", None) is not None and graph.edge_attr_dict_factory is dict
-
-
 def _add_edges(graph: nx.MultiDiGraph, edges) -> None:
-    """``graph.add_edges_from(edges)`` for (u, v, key, data) edges between existing nodes,
-    written into NetworkX's adjacency dicts directly: the public call goes through
-    ``add_edge`` and two view lookups per edge, which was a third of building a large view
-    and a fifth of a rewrite.  Each ``data`` dict must be a fresh one: it becomes the
-    edge's attribute dict.  Falls back to the public call if NetworkX's layout is not the
-    one this was written for."""
-    if not _DIRECT:
-        graph.add_edges_from(edges)
-        return
-    succ, pred = graph._succ, graph._pred
-    for u, v, key, data in edges:
-        keydict = succ[u].get(v)
-        if keydict is None:
-            keydict = succ[u][v] = pred[v][u] = graph.edge_key_dict_factory()
-        keydict[key] = data
-    nx._clear_cache(graph)
+    """(u, v, key, data) edges between existing nodes, through NetworkX's public API."""
+    graph.add_edges_from(edges)
 
 
 def _remove_edge(graph: nx.MultiDiGraph, u, v, key) -> None:
-    """``graph.remove_edge(u, v, key)`` when that edge exists (directly, see _add_edges)."""
-    if not _DIRECT:
-        if graph.has_edge(u, v, key=key):
-            graph.remove_edge(u, v, key=key)
-        return
-    keydict = graph._succ[u].get(v)
-    if keydict is None or key not in keydict:
-        return
-    del keydict[key]
-    if not keydict:
-        del graph._succ[u][v]
-        del graph._pred[v][u]
-    nx._clear_cache(graph)
-
-
-_DIRECT = _direct(nx.MultiDiGraph())
+    """``graph.remove_edge(u, v, key)`` when that edge exists."""
+    if graph.has_edge(u, v, key=key):
+        graph.remove_edge(u, v, key=key)
 
 
 def _rename_in_subgraph(graph: GraphProto, old: str, new: str) -> None:
