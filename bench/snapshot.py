@@ -183,6 +183,7 @@ def key_of(path: Path) -> str:
 
 def rewriter_version() -> dict:
     import onnxruntime
+
     import rewriter
 
     source = Path(rewriter.__file__).resolve().parent.parent

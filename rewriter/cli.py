@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .errors import ModelError, RewriterError, RuleError
-from .limits import MemoryCeiling, describe, parse_size
+from .limits import MemoryCeiling, parse_size
 from .signals import Interrupted, interruptible
 
 EXIT_USAGE = 2
@@ -156,7 +156,7 @@ def _ceiling(max_memory: str) -> MemoryCeiling:
 
 
 def _print_partition(report) -> None:
-    from .partition.providers import short_name
+    from .onnx_facts.providers import short_name
 
     part = report.partition
     table = Table(title="placement", title_justify="left")

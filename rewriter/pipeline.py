@@ -16,9 +16,9 @@ import gc
 import os
 import time
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from onnx import ModelProto
 
@@ -28,12 +28,12 @@ from .expr.budget import end_run, start_run
 from .graph.model import FunctionState, ModelState, op_histogram
 from .graph.model_io import load_model
 from .graph.wire import ModelParts
-from .resources import bundled_pack_paths
+from .onnx_facts.placement import provider_of
 from .partition import PartitionReport, parse_layer_assignment, partition, provider_list
 from .partition.kernels import register_kernel_file
 from .passes.constant_folding import LARGE_INPUT
+from .resources import bundled_pack_paths
 from .rewrite.fixpoint import LevelRunner, Placement
-from .rewrite.propagation import provider_of
 
 LEVEL_NAMES = {"required": 0, "basic": 1, "extended": 2, "layout": 3, "all": 4}
 LEVEL_LABELS = {0: "required", 1: "basic", 2: "extended", 3: "layout", 4: "level 4"}

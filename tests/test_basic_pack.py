@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
-
 from helpers import assert_same_outputs, check_rule, init, model, ops, optimize_basic, tensor
+from onnx import TensorProto, helper
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(42)
@@ -435,7 +434,8 @@ def test_dims_follows_shape_arithmetic():
 def test_dims_behind_computed_reshapes_keep_their_names():
     """Reshape(ids, [-1, seq]) then Range(0, seq): onnx's inference calls their dims unk__N;
     read through the shape arithmetic they are batch and seq again."""
-    from rewriter.graph.types import infer_model_types, shape_of
+    from rewriter.graph.type_reading import shape_of
+    from rewriter.graph.types import infer_model_types
     nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
              helper.make_node("Unsqueeze", ["n", "zero"], ["u"]), helper.make_node("Concat", ["minus", "u"], ["t"], axis=0),
              helper.make_node("Reshape", ["x", "t"], ["r"]), helper.make_node("Range", ["start", "n", "step"], ["p"]),

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from helpers import init, model, optimize_with, tensor
 from onnx import helper, numpy_helper
 
 import rewriter
-from helpers import init, model, optimize_with, tensor
 from rewriter import RuleError
 from rewriter.errors import ArgumentError, GrowthError
 from rewriter.expr import budget

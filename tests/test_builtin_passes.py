@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, helper
-
 from helpers import assert_same_outputs, init, model, ops, optimize_basic, optimize_with, tensor
+from onnx import TensorProto, helper
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(7)

@@ -7,9 +7,8 @@ import sys
 import numpy as np
 import onnx
 import pytest
-from onnx import helper
-
 from helpers import MODELS, model, tensor
+from onnx import helper
 
 
 def rewriter_cli(*args: str) -> subprocess.CompletedProcess:

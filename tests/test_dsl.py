@@ -161,6 +161,7 @@ def test_kept_context_stays_for_its_other_readers():
     dynamic one still reads (without `keep` the match would be refused)."""
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
+
     import rewriter
     nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["a"], axis=0),
              helper.make_node("Gather", ["s", "zero"], ["b"], axis=0), helper.make_node("Add", ["a", "b"], ["y"])]

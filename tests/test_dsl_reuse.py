@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import assert_same_outputs, init, model, ops, optimize_with, tensor
 from onnx import helper
 
 import rewriter
 from rewriter.dsl.ast import conjuncts as conjuncts_of
 from rewriter.dsl.unparse import show
 from rewriter.errors import RuleError
-
-from helpers import assert_same_outputs, init, model, ops, optimize_with, tensor
 
 HEADER = "pack reuse level 1\n"
 
@@ -60,7 +59,7 @@ rule BiasRelu root y {
 """
     written_out = text.replace("and last_axis(b, x)", "and rank(b) == 1 and shape(b)[0] == shape(x)[-1]")
     mine, theirs = rewriter.load_pack_text(text).rules[0], rewriter.load_pack_text(written_out).rules[0]
-    conjuncts = lambda rule: [show(c) for c in conjuncts_of(rule.wheres[0].expr)]  # noqa: E731
+    conjuncts = lambda rule: [show(c) for c in conjuncts_of(rule.wheres[0].expr)]
     assert conjuncts(mine) == conjuncts(theirs)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import resource
-import signal
 import stat
 import subprocess
 import sys
@@ -23,9 +22,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
-
 from helpers import model, tensor
+from onnx import TensorProto, helper, numpy_helper
 
 LIMIT = 2 << 30  # bytes of address space every case runs under
 FAST = ("--no-bundled",)  # where only reading and writing are tested: no packs to parse

@@ -6,11 +6,11 @@ from collections import Counter
 import numpy as np
 import onnx
 import pytest
+from helpers import assert_same_outputs, init, model, tensor
 from onnx import TensorProto, helper
 
 import rewriter
-from helpers import assert_same_outputs, init, model, tensor
-from rewriter.partition.nchwc import nchwc_block_size
+from rewriter.onnx_facts.nchwc import nchwc_block_size
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(5)
@@ -55,7 +55,7 @@ def test_a_chain_of_convolutions_stays_blocked_between_one_pair_of_reorders():
     # the first Conv reads NCHW (3 < block channels); one reorder out at the end
     assert ops["ReorderOutput"] == 1 and ops["ReorderInput"] == 0
     first = next(n for n in after.graph.node if n.op_type == "Conv")
-    assert dict((a.name, helper.get_attribute_value(a)) for a in first.attribute)["activation"] == b"Relu"
+    assert {a.name: helper.get_attribute_value(a) for a in first.attribute}["activation"] == b"Relu"
 
 
 def test_weights_are_padded_to_the_block_and_the_padding_is_dropped():

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
-
 from helpers import assert_same_outputs, init, model, ops, optimize_with, tensor
+from onnx import TensorProto, helper
 
 HEADER = "pack test level 1\n"
 

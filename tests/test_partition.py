@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import onnx
 import pytest
+from helpers import model, tensor
 from onnx import TensorProto, helper
 
 import rewriter
-from helpers import model, tensor
 from rewriter import RewriterError
 from rewriter.graph.model import ModelState
+from rewriter.onnx_facts.placement import annotation_of, provider_of
 from rewriter.partition import parse_layer_assignment, partition, provider_list
 from rewriter.partition.kernels import kernel_table, parse_kernel_file
-from rewriter.rewrite.propagation import annotation_of, provider_of
 
 F = TensorProto.FLOAT
 CPU, CUDA = "CPUExecutionProvider", "CUDAExecutionProvider"

@@ -9,15 +9,15 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 import pytest
+from helpers import assert_same_outputs, init, model, tensor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 import rewriter
-from helpers import assert_same_outputs, init, model, tensor
 from rewriter.graph.view import subgraphs_of
+from rewriter.onnx_facts.placement import annotation_of, provider_of
 from rewriter.rewrite import apply as apply_module
-from rewriter.rewrite.propagation import annotation_of, provider_of
 
 F = TensorProto.FLOAT
 

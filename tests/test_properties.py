@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from helpers import assert_fixpoint, assert_same_outputs, init, model, tensor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.lark import from_lark
@@ -11,7 +12,6 @@ from lark import Lark
 from onnx import TensorProto, helper
 
 import rewriter
-from helpers import assert_fixpoint, assert_same_outputs, init, model, tensor
 from rewriter import RuleError
 from rewriter.dsl import check_pack, parse_pack
 from rewriter.resources import grammar_text
@@ -104,7 +104,7 @@ class _Builder:
 def _motif(builder: _Builder, kind: str, value: float, const_shape: list[int], expose: bool,
            fan_out: bool) -> None:
     x = builder.current
-    c = lambda v: builder.const(np.full(const_shape, v, np.float32))  # noqa: E731
+    c = lambda v: builder.const(np.full(const_shape, v, np.float32))
     if kind == "identity":
         builder.op("Identity", [x])
     elif kind in ("Add", "Sub", "Mul", "Div"):

@@ -8,10 +8,10 @@ from pathlib import Path
 import onnx
 import onnxruntime as ort
 import pytest
+from helpers import MODELS, assert_fixpoint, assert_same_outputs
 
 import rewriter
-from helpers import MODELS, assert_fixpoint, assert_same_outputs
-from rewriter.partition.nchwc import nchwc_block_size
+from rewriter.onnx_facts.nchwc import nchwc_block_size
 
 REAL_MODELS = ["bert_tiny.onnx", "convnet_bn.onnx", "bert_ts_dynamic.onnx", "resnet18_mini_bn.onnx"]
 
@@ -78,7 +78,7 @@ def _annotation_for(name: str) -> str | None:
 
 
 def test_annotated_bert_is_placed_as_the_setting_says_through_every_fusion():
-    from rewriter.rewrite.propagation import annotation_of, provider_of
+    from rewriter.onnx_facts.placement import annotation_of, provider_of
 
     original = onnx.load(str(MODELS / "bert_tiny.onnx"))
     for node in original.graph.node:

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from helpers import assert_same_outputs, init, model, ops, optimize_with, tensor
 from onnx import helper
 
-from helpers import assert_same_outputs, init, model, ops, optimize_with, tensor
 from rewriter import FixpointError
 
 HEADER = "pack test level 1\n"

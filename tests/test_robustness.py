@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import onnxruntime as ort
+from helpers import MODELS, assert_same_outputs, init, model, tensor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import helper
 
 import rewriter
-from helpers import MODELS, assert_same_outputs, init, model, tensor
 from rewriter import RewriterError
 
 

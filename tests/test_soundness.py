@@ -8,12 +8,11 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from helpers import assert_same_outputs, init, model, ops, optimize_with, run, tensor
 from onnx import TensorProto, helper
 
 import rewriter
 from rewriter.errors import RuleError
-
-from helpers import assert_same_outputs, init, model, ops, optimize_with, run, tensor
 
 F, F16, D = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE
 

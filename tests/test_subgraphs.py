@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+from helpers import assert_same_outputs, init, model, run, tensor
 from onnx import TensorProto, helper
 
 import rewriter
-from helpers import assert_same_outputs, init, model, run, tensor
-from rewriter.rewrite.propagation import provider_of
+from rewriter.onnx_facts.placement import provider_of
 
 F = TensorProto.FLOAT
 B = TensorProto.BOOL
@@ -139,8 +139,8 @@ def test_every_op_with_graph_attributes_is_looked_into():
     whose schema (any version) declares a graph attribute may be left out of that."""
     from onnx import AttributeProto
 
-    from rewriter.dsl.schemas import normalize_domain
     from rewriter.graph.view import may_have_subgraphs
+    from rewriter.onnx_facts.schemas import normalize_domain
 
     with_graphs = {(normalize_domain(s.domain), s.name) for s in onnx.defs.get_all_schemas_with_history()
                    if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in s.attributes.values())}

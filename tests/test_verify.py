@@ -255,7 +255,7 @@ def test_a_rewrite_that_crashes_onnxruntime_fails_with_the_draw_that_crashed(tmp
                 "        com.microsoft.nchwc.ReorderInput(x)) {...p}) {channels: shape(x)[1]}\n"
                 "}\n"
                 "rule Fine { y = Neg(Neg(x)) => y = x }\n")
-    from rewriter.partition.nchwc import nchwc_block_size
+    from rewriter.onnx_facts.nchwc import nchwc_block_size
 
     if nchwc_block_size() is None:
         pytest.skip("no NCHWc layout on this machine")

@@ -6,181 +6,42 @@ object that can be wrong in a user's file carries its ``Position`` so errors poi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 from ..errors import Position
 
-# ----------------------------------------------------------------------------- expressions
+# Expressions are part of the rule objects; they are defined one floor down, where the
+# evaluator reads them, and re-exported here so that ``A.Call`` and ``A.Rule`` sit together.
+from ..expr.syntax import (
+    AttrRef,
+    AttrSet,
+    AttrSpread,
+    Binary,
+    BoolOp,
+    Call,
+    Compare,
+    Const,
+    Expr,
+    Index,
+    ListExpr,
+    Name,
+    Num,
+    Slice,
+    Str,
+    Unary,
+    conjuncts,
+    is_op_name,
+    names_read,
+    split_op_name,
+)
+
+__all__ = ["AnyArg", "AttrPattern", "AttrRef", "AttrSet", "AttrSpread", "Binary", "BoolOp", "Call", "Compare",
+           "Const", "Constraint", "Equation", "Example", "ExampleSet", "Expr", "Fragment", "Index", "Instance",
+           "Let", "ListExpr", "Literal", "LiteralArg", "Name", "Num", "OpPattern", "Out", "Pack", "ParamArg",
+           "PatternArg", "ReplacementEquation", "RestArg", "Rule", "Slice", "Str", "Unary", "Use", "VarArg",
+           "Where", "conjuncts", "is_op_name", "names_read", "split_op_name", "spread_names"]
 
 
-@dataclass(frozen=True)
-class Num:
-    value: float | int
-    pos: Position
-
-
-@dataclass(frozen=True)
-class Str:
-    value: str
-    pos: Position
-
-
-@dataclass(frozen=True)
-class Const:
-    """``none``, ``true`` or ``false``."""
-
-    value: object
-    pos: Position
-
-
-@dataclass(frozen=True)
-class Name:
-    id: str
-    pos: Position
-
-
-@dataclass(frozen=True)
-class AttrRef:
-    """``c.group``: attribute ``group`` of the node that produced value ``c``."""
-
-    var: str
-    attr: str
-    pos: Position
-
-
-@dataclass(frozen=True)
-class ListExpr:
-    items: tuple["Expr", ...]
-    pos: Position
-
-
-@dataclass(frozen=True)
-class Unary:
-    op: str  # "-" or "not"
-    operand: "Expr"
-    pos: Position
-
-
-@dataclass(frozen=True)
-class Binary:
-    op: str  # + - * / // % ** ??
-    left: "Expr"
-    right: "Expr"
-    pos: Position
-
-
-@dataclass(frozen=True)
-class Compare:
-    """A comparison chain ``a < b <= c`` (ops: == != < <= > >= in, not in)."""
-
-    ops: tuple[str, ...]
-    operands: tuple["Expr", ...]
-    pos: Position
-
-
-@dataclass(frozen=True)
-class BoolOp:
-    op: str  # "and" / "or"
-    values: tuple["Expr", ...]
-    pos: Position
-
-
-@dataclass(frozen=True)
-class Index:
-    obj: "Expr"
-    index: "Expr"
-    pos: Position
-
-
-@dataclass(frozen=True)
-class Slice:
-    lower: "Expr | None"
-    upper: "Expr | None"
-    pos: Position
-
-
-@dataclass(frozen=True)
-class AttrSet:
-    """``name: expr`` in a replacement's attribute block."""
-
-    name: str
-    value: "Expr"
-    pos: Position
-
-
-@dataclass(frozen=True)
-class AttrSpread:
-    """``...c``: copy every attribute of the matched node that produced ``c``."""
-
-    var: str
-    pos: Position
-
-
-@dataclass(frozen=True)
-class Call:
-    """``f(args)`` (a safe function) or ``Op(args) {attrs}`` (an ONNX op, in replacements).
-
-    Ops and functions share the call syntax; a name that starts with an upper-case letter or
-    carries a domain (``com.microsoft.Gelu``) is an op, a lower-case name is a function.
-    """
-
-    func: str
-    args: tuple["Expr", ...]
-    attrs: tuple[AttrSet | AttrSpread, ...] | None
-    pos: Position
-
-    @property
-    def is_op(self) -> bool:
-        return is_op_name(self.func)
-
-
-Expr = Union[Num, Str, Const, Name, AttrRef, ListExpr, Unary, Binary, Compare, BoolOp, Index,
-             Slice, Call]
-
-
-def names_read(expr: "Expr") -> set[str]:
-    """Names an expression reads: variables, captures and lets; ``c.group`` and ``{...c}``
-    count ``c``."""
-    names: set[str] = set()
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Name):
-            names.add(e.id)
-        elif isinstance(e, AttrRef):
-            names.add(e.var)
-        elif isinstance(e, Call):
-            stack.extend(e.args)
-            for attr in e.attrs or ():
-                if isinstance(attr, AttrSet):
-                    stack.append(attr.value)
-                else:
-                    names.add(attr.var)
-        elif isinstance(e, (ListExpr,)):
-            stack.extend(e.items)
-        elif isinstance(e, (Compare,)):
-            stack.extend(e.operands)
-        elif isinstance(e, BoolOp):
-            stack.extend(e.values)
-        elif isinstance(e, Unary):
-            stack.append(e.operand)
-        elif isinstance(e, Binary):
-            stack.extend((e.left, e.right))
-        elif isinstance(e, Index):
-            stack.extend((e.obj, e.index))
-        elif isinstance(e, Slice):
-            stack.extend(x for x in (e.lower, e.upper) if x is not None)
-    return names
-
-
-def conjuncts(expr: "Expr") -> list["Expr"]:
-    """``a and (b and c)`` as ``[a, b, c]`` (anything else as itself)."""
-    if isinstance(expr, BoolOp) and expr.op == "and":
-        return [c for v in expr.values for c in conjuncts(v)]
-    return [expr]
-
-
-def spread_names(rule: "Rule") -> set[str]:
+def spread_names(rule: Rule) -> set[str]:
     """The pattern values whose producing node's attributes a replacement copies (``{...c}``)."""
     found: set[str] = set()
     stack = [eq.value for eq in rule.replacement]
@@ -190,17 +51,6 @@ def spread_names(rule: "Rule") -> set[str]:
             found.update(a.var for a in expr.attrs or () if isinstance(a, AttrSpread))
             stack.extend(expr.args)
     return found
-
-
-def is_op_name(name: str) -> bool:
-    """An op name carries a domain or starts upper-case; function names are lower-case."""
-    return "." in name or name[:1].isupper()
-
-
-def split_op_name(name: str) -> tuple[str, str]:
-    """``com.microsoft.Gelu`` -> (``com.microsoft``, ``Gelu``); ``Conv`` -> (``""``, ``Conv``)."""
-    domain, _, op = name.rpartition(".")
-    return ("" if domain == "ai.onnx" else domain), op
 
 
 # --------------------------------------------------------------------------------- pattern
@@ -258,7 +108,7 @@ class ParamArg:
     pos: Position
 
 
-PatternArg = Union[VarArg, AnyArg, RestArg, LiteralArg]
+PatternArg = VarArg | AnyArg | RestArg | LiteralArg
 
 
 @dataclass(frozen=True)
@@ -273,7 +123,7 @@ class AttrPattern:
     """
 
     name: str
-    value: "Expr | None"
+    value: Expr | None
     pos: Position
 
     @property
@@ -335,7 +185,7 @@ class Example:
     name: str | None                      # the tensor variable (None for opset)
     dtype: str | None = None
     dims: tuple[int | str, ...] | None = None
-    value: "Expr | None" = None
+    value: Expr | None = None
     opset: int | None = None
     pos: Position = Position(0, 0)
 
@@ -396,7 +246,7 @@ class Fragment:
 
     name: str
     params: tuple[str, ...]
-    body: tuple["Equation | Where | Let | Use", ...]
+    body: tuple[Equation | Where | Let | Use, ...]
     pos: Position
 
 

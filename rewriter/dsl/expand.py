@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ..errors import Position, RuleError
+from ..expr.dtypes import DTYPES
+from ..expr.functions import CONSTANTS, FUNCTIONS
 from . import ast as A
+from .unparse import show
 
 MAX_DEPTH = 16  # constraints calling constraints, fragments using fragments
 
@@ -130,8 +133,6 @@ class Constraints:
         self.defined: dict[str, A.Constraint] = {}
 
     def define(self, constraint: A.Constraint, builtin: Iterable[str]) -> None:
-        from ..expr.dtypes import DTYPES
-        from ..expr.functions import CONSTANTS, FUNCTIONS
 
         if constraint.name in self.defined or constraint.name in FUNCTIONS:
             raise _error(f"'{constraint.name}' is defined already"
@@ -225,7 +226,6 @@ class Fragments:
 # ------------------------------------------------------------------------------ families
 
 def describe_args(args: Iterable[A.Expr]) -> str:
-    from .unparse import show
 
     return ", ".join(a.id if isinstance(a, A.Name) else show(a) for a in args)
 

@@ -6,7 +6,6 @@ over fresh names (``$1``), so the rest of the engine only ever sees flat equatio
 from __future__ import annotations
 
 import dataclasses
-
 import itertools
 from functools import lru_cache
 from pathlib import Path
@@ -15,11 +14,12 @@ from lark import Lark, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from ..errors import Position, RewriterError, RuleError
+from ..onnx_facts.providers import provider_name
+from ..onnx_facts.schemas import latest_opset
 from ..resources import grammar_text
 from ..text_files import TextFileError, read_text
 from . import ast as A
 from .expand import Constraints, Fragments, fresh_counter, instantiate
-from .schemas import latest_opset
 
 _TOKEN_NAMES = {
     "NAME": "a name", "DOTTED": "a dotted name", "INT": "an integer", "FLOAT": "a number",
@@ -468,7 +468,6 @@ class _ToAst(Transformer):
     # ---- pack
     @v_args(meta=True)
     def providers(self, meta, children):
-        from ..partition.providers import provider_name  # full ONNX Runtime names
         try:
             return ("providers", tuple(provider_name(str(c)) for c in children))
         except RewriterError as err:

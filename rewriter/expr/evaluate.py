@@ -7,13 +7,14 @@ match with a reason instead of crashing the engine.
 from __future__ import annotations
 
 import operator
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 
-from ..dsl import ast as A
 from ..errors import Position, rule_error
 from . import budget
+from . import syntax as A
 from .budget import OverBudget
 from .dtypes import DTYPES
 from .functions import CONSTANTS, FUNCTIONS
@@ -251,6 +252,7 @@ def _compile_name(name: str) -> Compiled:
 
 
 _UNBOUND = object()
+NOWHERE = Position(0, 0)  # a compiled comparison with no place in a file
 NOT_LITERAL = _UNBOUND  # what literal_value() gives for an expression that is not one
 
 
@@ -296,7 +298,7 @@ def _compile_binary(op: str, left: Compiled, right: Compiled, pos: Position) -> 
 
 
 def _compile_compare(ops: tuple[str, ...], operands: list[Compiled],
-                     constant: object = _UNBOUND, pos: Position = Position(0, 0)) -> Compiled:
+                     constant: object = _UNBOUND, pos: Position = NOWHERE) -> Compiled:
     """``constant``: the right operand's value when it is a literal (a number, string or
     list of them), which then needs no evaluation."""
     if len(ops) == 1:  # the usual `a == b`

@@ -12,14 +12,15 @@ native constraints) for what text cannot say.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from ..errors import ArgumentError, expect
+from ..onnx_facts.nchwc import nchwc_block_size
 from . import budget
-from .dtypes import FLOAT_TYPES, to_numpy_dtype
+from .dtypes import FLOAT_TYPES, from_numpy_dtype, to_numpy_dtype
 from .shape_values import shape_values
 from .values import EvalFailure, GraphFacts, Ref, materialize
 
@@ -212,7 +213,6 @@ def _dtype(graph: GraphFacts, x):
         if elem is None:
             raise EvalFailure(f"the element type of '{x.name}' is unknown")
         return elem
-    from .dtypes import from_numpy_dtype
     return from_numpy_dtype(_array(x).dtype)
 
 
@@ -390,7 +390,6 @@ def _pad_to(x, axis, size):
 def _nchwc_block():
     """nchwc_block(): the NCHWc channel block of the installed onnxruntime on this CPU
     (8 or 16), none where onnxruntime does not use NCHWc."""
-    from ..partition.nchwc import nchwc_block_size
     return nchwc_block_size()
 
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from onnx import GraphProto, NodeProto, TensorProto, helper, numpy_helper
 
+from ..onnx_facts.schemas import normalize_domain
 from .proto_pool import ProtoPool
 from .types import tensor_nbytes
-from ..dsl.schemas import normalize_domain
 from .view import constant_node_value, has_subgraphs, may_have_subgraphs
 
 _STANDARD = ("", "ai.onnx")

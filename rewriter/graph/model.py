@@ -7,18 +7,26 @@ rewrite introduced).
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import onnx
 from onnx import FunctionProto, GraphProto, ModelProto, TensorProto, ValueInfoProto, helper
 
-from ..dsl.schemas import find_schema, latest_opset, normalize_domain
 from ..errors import ModelError
-from .types import add_inferred_types, declared_types, refine_symbolic_dims, source_types, type_conflict
+from ..onnx_facts.schemas import find_schema, latest_opset, normalize_domain
 from .load_constants import take_constants
-from .tensor_data import all_graphs, element_count, graph_tensors, known_data_type, raw_bytes_needed
 from .proto_pool import ProtoPool
-from .view import GraphView, has_subgraphs, subgraphs_of
+from .tensor_data import all_graphs, element_count, graph_tensors, known_data_type, raw_bytes_needed
+from .types import (
+    add_inferred_types,
+    declared_types,
+    light_model,
+    refine_symbolic_dims,
+    refine_types,
+    source_types,
+    type_conflict,
+)
+from .view import GraphView, has_subgraphs, outer_references, subgraphs_of
 from .wire import ModelParts
 
 
@@ -237,7 +245,6 @@ class ModelState:
         feeding them; what they read from outside is declared with the types known now.
         With ``if_incomplete_known`` (after rewrites), only when the region holds a known
         type with unnamed dims: new nodes merely not typed yet are left to be typed lazily."""
-        from .types import light_model, refine_symbolic_dims, refine_types
 
         view = self.view
         position = len(view.changes)
@@ -372,12 +379,11 @@ class SubgraphState:
     Values of enclosing graphs are outer sources: rules read them but never delete or
     rename them.  Domains a rewrite adds are imported by the root model."""
 
-    def __init__(self, root: "ModelState", graph: GraphProto, outer: set[str]) -> None:
+    def __init__(self, root: ModelState, graph: GraphProto, outer: set[str]) -> None:
         self.root = root
         self.source = root.source
         self.opsets = root.opsets
         self.graph = graph
-        from .view import outer_references
 
         reads = [name for name in outer_references(graph) if name in outer]
         # the subgraph's inputs define their values; its value_info and outputs are hints
@@ -410,7 +416,7 @@ class FunctionState:
     its outputs graph outputs (their names kept), its own opset imports apply.  Types are
     unknown here (they depend on the call site), so only rules that need none apply."""
 
-    def __init__(self, root: "ModelState", function: FunctionProto) -> None:
+    def __init__(self, root: ModelState, function: FunctionProto) -> None:
         self.root = root
         self.source = root.source
         self.function = function
@@ -453,7 +459,7 @@ class FunctionState:
         yield from _subgraph_states(self.root, self.view, self.view.live_values())
 
 
-def _subgraph_states(root: "ModelState", view: GraphView, visible: set[str]):
+def _subgraph_states(root: ModelState, view: GraphView, visible: set[str]):
     for node_id in view.nodes_with_subgraphs():
         for graph in subgraphs_of(view.node(node_id)):
             yield SubgraphState(root, graph, set(visible))

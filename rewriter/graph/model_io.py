@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Protocol
+from typing import Protocol
 
 import onnx
 from google.protobuf.message import DecodeError

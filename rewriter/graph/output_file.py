@@ -20,9 +20,10 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterable
+from typing import BinaryIO
 
 from ..errors import ModelError
 
@@ -86,7 +87,7 @@ class Writing:
         self.temporary: str | None = None
         self.handle: BinaryIO | None = None
 
-    def __enter__(self) -> "Writing":
+    def __enter__(self) -> Writing:
         target = self.target
         if target.in_place:
             self.handle = _open_stream(target.given)

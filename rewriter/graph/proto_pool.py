@@ -15,7 +15,7 @@ memory stays proportional to the nodes loaded and created.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from onnx import GraphProto, NodeProto, TensorProto, TypeProto, helper
 

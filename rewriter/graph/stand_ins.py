@@ -12,7 +12,7 @@ unknown, as before.  The model itself is never changed.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from onnx import AttributeProto, NodeProto, TensorProto, helper
 

@@ -20,6 +20,7 @@ from onnx import NodeProto, TensorProto, TypeProto, helper, numpy_helper
 
 from ..expr.shape_values import shape_values
 from ..expr.values import EvalFailure
+from .type_reading import shape_of
 
 _ROUNDS = 3
 _BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Where", "And", "Or", "Xor", "Equal", "Less",
@@ -38,7 +39,7 @@ def _is_known(dim) -> bool:
 def is_incomplete(type_proto: TypeProto | None) -> bool:
     """No type, a tensor type without a shape, or a dim nobody named (see ``_is_known``);
     a non-tensor type (sequence, optional) counts as complete: inference adds nothing.
-    Remembered per serialized type (see types.shape_of)."""
+    Remembered per serialized type (see type_reading.shape_of)."""
     if type_proto is None:
         return True
     key = type_proto.SerializeToString()
@@ -100,7 +101,6 @@ class _ModelFacts:
         return self.producers.get(value)
 
     def shape(self, value: str):
-        from .types import shape_of
         return shape_of(self.types.get(value))
 
 
@@ -162,7 +162,6 @@ def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto |
     """An elementwise op's output dim that inference left unnamed, when the inputs agree on
     one known size there (the others unknown or 1): in a model that runs, an unknown dim
     broadcast against a known size is 1 or that size, so the result is that size."""
-    from .types import shape_of
 
     out = node.output[0]
     current = shape_of(types.get(out))
@@ -197,7 +196,6 @@ def resolved_types(nodes: list[NodeProto], initializers: list[TensorProto],
     """Better types for values whose dims the shape arithmetic or broadcasting names.
     With ``view`` (a GraphView of these nodes whose types are ``types``) its indexes and
     caches answer instead of scanning the nodes."""
-    from .types import shape_of
 
     # only a node whose output is incomplete can gain (most graphs: a few, or none)
     if view is not None:
@@ -250,7 +248,6 @@ def refine_computed_shapes(nodes: list[NodeProto], initializers: list[TensorProt
     """Declare the resolved types and re-infer (``infer(value_infos)`` returns the new
     types), keeping every type that gained known dims; in place.  Returns how many types
     improved.  ``view``: see ``resolved_types``."""
-    from .types import shape_of
 
     improved = 0
     for _ in range(_ROUNDS):

@@ -6,7 +6,7 @@ it, which for a model's weights is a copy of the model.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from onnx import AttributeProto, GraphProto, TensorProto, helper
 

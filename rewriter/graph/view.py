@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import networkx as nx
 import numpy as np
 from onnx import AttributeProto, GraphProto, NodeProto, TensorProto, TypeProto, numpy_helper
 
-from ..dsl.schemas import attribute_value, normalize_domain
+from ..onnx_facts.metadata import set_metadata
+from ..onnx_facts.schemas import attribute_value, normalize_domain
 from . import types as T
-from .metadata import set_metadata
 from .proto_pool import ProtoPool
 from .symbolic_shapes import is_incomplete
+from .type_reading import elem_type_of, shape_of
 
 NodeId = int
 _NONE: dict = {}  # read-only empty consumer map
@@ -177,8 +178,8 @@ class GraphView:
         # every node read only values produced before it, as loaded (then no cycle either)
         self.loaded_in_order = True
 
-        self.graph_inputs = [vi for vi in graph.input]
-        self.graph_outputs = [vi for vi in graph.output]
+        self.graph_inputs = list(graph.input)
+        self.graph_outputs = list(graph.output)
         self.input_names = {vi.name for vi in self.graph_inputs}
         self.output_names = {vi.name for vi in self.graph_outputs}
         skipped, aliases = (constants.skipped, constants.aliases) if constants else ((), {})
@@ -620,7 +621,7 @@ class GraphView:
         return result
 
     def elem_type(self, value: str) -> int | None:
-        return T.elem_type_of(self.type_of(value))
+        return elem_type_of(self.type_of(value))
 
     def shape(self, value: str) -> list[int | str | None] | None:
         type_proto = self.type_of(value)
@@ -628,7 +629,7 @@ class GraphView:
         if cached is not None and cached[0] is type_proto:  # types are replaced, never edited
             shape = cached[1]
         else:
-            shape = T.shape_of(type_proto)
+            shape = shape_of(type_proto)
             self._shapes[value] = (type_proto, shape)
         if shape is None:
             if self.is_constant(value):

@@ -11,8 +11,8 @@ any time is one tensor.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from google.protobuf.message import Message
 from onnx import GraphProto, ModelProto, TensorProto
@@ -32,7 +32,7 @@ class ModelParts:
     initializers: Sequence[TensorProto] = ()
 
     @classmethod
-    def of(cls, model: ModelProto) -> "ModelParts":
+    def of(cls, model: ModelProto) -> ModelParts:
         """A model's parts: everything but the initializers is copied (the caller's model
         is never modified), the initializers are the model's own."""
         return cls(copy_without(model, "graph"), copy_without(model.graph, "initializer"),

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterator
 
 import numpy as np
 
 from ..dsl import ast as A
-from ..dsl.schemas import attribute_default
 from ..expr.evaluate import EVAL_ERRORS, as_failure, truth
 from ..expr.values import EvalFailure, Ref
 from ..graph.view import FUNCTION_ATTRIBUTE, GraphView, NodeId
+from ..onnx_facts.schemas import attribute_default
 from .plan import ANY, CAPTURE, FIXED, LITERAL, VAR, AltPlan, CompiledRule
 
 _MISSING = object()

@@ -13,17 +13,15 @@ the root checks (``CompiledRule.root_wheres``).
 from __future__ import annotations
 
 import dataclasses
-
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..dsl import ast as A
-from ..dsl.schemas import is_commutative, normalize_domain
 from ..dsl.unparse import show
 from ..expr.dtypes import DTYPES
 from ..expr.evaluate import NOT_LITERAL, compile_expr, literal_value
 from ..expr.functions import CONSTANTS
-
+from ..onnx_facts.schemas import is_commutative, normalize_domain
 
 # how a pattern input is matched (see AltPlan.inputs)
 VAR, ANY, LITERAL, REST = "var", "any", "literal", "rest"
@@ -65,7 +63,7 @@ class AltPlan:
     mentioned: frozenset[str] = frozenset()
 
     @staticmethod
-    def of(alt: A.OpPattern) -> "AltPlan":
+    def of(alt: A.OpPattern) -> AltPlan:
         has_rest = bool(alt.args) and isinstance(alt.args[-1], A.RestArg)
         attrs = tuple(_attr_plan(pattern) for pattern in alt.attrs if not pattern.any_value)
         return AltPlan(alt, tuple((_ARG_KINDS[type(a)], a) for a in alt.args),

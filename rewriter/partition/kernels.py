@@ -19,12 +19,12 @@ from pathlib import Path
 
 from onnx import NodeProto
 
-from ..dsl.schemas import OpInfo, find_schema, normalize_domain
 from ..errors import RewriterError
-from ..graph.types import type_string
+from ..graph.type_reading import type_string
 from ..graph.view import GraphView, NodeId
+from ..onnx_facts.providers import CPU, provider_name
+from ..onnx_facts.schemas import OpInfo, find_schema, normalize_domain
 from ..text_files import TextFileError, read_text
-from .providers import CPU, provider_name
 
 _DATA_DIR = Path(__file__).resolve().parent / "kernels"
 _OPEN = 1 << 31

@@ -20,11 +20,10 @@ from onnx import NodeProto
 
 from ..graph.model import ModelState
 from ..graph.view import has_subgraphs, subgraphs_of
-from ..rewrite.propagation import (EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY, get_metadata,
-                                   set_metadata)
+from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY, get_metadata, set_metadata
+from ..onnx_facts.providers import CPU, provider_list, resolve_device, short_name
 from .kernels import KernelTable, kernel_table
 from .layering import first_match, parse_layer_assignment
-from .providers import CPU, provider_list, resolve_device, short_name
 
 
 @dataclass

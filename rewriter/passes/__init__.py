@@ -6,7 +6,7 @@ nodes it removed.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..graph.model import ModelState
 from .common_subexpressions import eliminate_common_subexpressions

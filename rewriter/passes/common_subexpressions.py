@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..graph.load_constants import contents_key
 from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId
-from ..rewrite.propagation import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
+from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
 
 _NONDETERMINISTIC = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike",
                                "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"})

@@ -23,7 +23,6 @@ stops being folded there, and the rest of the graph is still optimized.
 """
 from __future__ import annotations
 
-
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper

@@ -14,9 +14,9 @@ The static half, a captured attribute the rule never reads, is ``dsl/check.py``'
 """
 from __future__ import annotations
 
-from ..dsl.schemas import attribute_default
 from ..graph.view import FUNCTION_ATTRIBUTE, GraphView, NodeId
 from ..match.matcher import Match, values_equal
+from ..onnx_facts.schemas import attribute_default
 
 
 def unaccounted_attribute(view: GraphView, match: Match, deleted: set[NodeId]) -> str | None:

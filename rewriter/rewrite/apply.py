@@ -17,21 +17,21 @@ here, never by rule authors:
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 import numpy as np
 from onnx import AttributeProto, NodeProto, TensorProto, TypeProto, helper, numpy_helper
 
 from ..dsl import ast as A
-from ..dsl.schemas import attribute_type, find_schema, known_domains, normalize_domain
 from ..expr.evaluate import evaluate_quietly  # the level runner sets numpy's errstate
 from ..expr.values import EvalFailure, Ref
 from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId
 from ..match.matcher import Match, attribute_with_default
+from ..onnx_facts.placement import copy_placement
+from ..onnx_facts.schemas import attribute_type, find_schema, known_domains, normalize_domain
 from .accounting import unaccounted_attribute
-from .propagation import copy_placement
 from .replacement_types import replacement_type_problem
 
 

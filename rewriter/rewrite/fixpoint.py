@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import numpy as np
 
@@ -25,8 +25,10 @@ from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId
 from ..match.matcher import Matcher, RootDispatch
 from ..match.plan import CompiledRule, compile_rule
+from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
+from ..partition.kernels import kernel_table
+from ..passes import BUILTINS
 from .apply import Refused, Rewriter
-from .propagation import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
 
 MAX_ROUNDS = 16
 MAX_REFUSALS_PER_ROOT = 16
@@ -95,7 +97,7 @@ class LevelRunner:
             r.name: frozenset(r.providers or p.providers) for p in self.packs for r in p.rules}
         self.rules = [compiled(r) for p in self.packs for r in p.rules]
         by_op: dict[tuple[str, str], list[CompiledRule]] = {}
-        for position, rule in sorted(enumerate(self.rules), key=lambda pr: (-pr[1].rule.benefit, pr[0])):
+        for _position, rule in sorted(enumerate(self.rules), key=lambda pr: (-pr[1].rule.benefit, pr[0])):
             for key in rule.root_ops:
                 by_op.setdefault(key, []).append(rule)
         self.by_op: dict[tuple[str, str], RootDispatch] = {key: RootDispatch(rules) for key, rules in by_op.items()}
@@ -125,8 +127,6 @@ class LevelRunner:
                                          f"plus {GROWTH_SLACK_BYTES >> 20} MB", Counter(self.recent))
 
     def _run(self) -> LevelStats:
-        from ..passes import BUILTINS
-
         view = self.state.view
         bound = self.max_rewrites if self.max_rewrites is not None else 10 * len(view) + 1000
         total = 0
@@ -173,8 +173,6 @@ class LevelRunner:
         return self.stats
 
     def _check_fixpoint(self, view: GraphView) -> None:
-        from ..passes import BUILTINS
-
         matcher = Matcher(view, record_failures=False)
         rewriter = Rewriter(self.state, self._kernel_check if self.placement.after_partition else None)
         for node_id in sorted(view.node_ids(), key=view.order_of):
@@ -268,7 +266,6 @@ class LevelRunner:
         return True
 
     def _kernel_check(self, node, root: NodeId, inputs: list[str], outputs: list[str]) -> str | None:
-        from ..partition.kernels import kernel_table
 
         provider = self.state.view.metadata(root).get(EXECUTION_PROVIDER_KEY)
         if provider is None or kernel_table(provider).supports(self.state.view, node, names=(inputs, outputs)):

@@ -23,9 +23,10 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto, TypeProto
 
-from ..dsl.schemas import OpInfo, find_schema, normalize_domain
-from ..graph.types import NodeTypeError, infer_node_types, tensor_type, type_conflict, type_string
+from ..graph.type_reading import type_string
+from ..graph.types import NodeTypeError, infer_node_types, tensor_type, type_conflict
 from ..graph.view import GraphView
+from ..onnx_facts.schemas import OpInfo, find_schema, normalize_domain
 
 _SMALL_CONSTANT = 64  # elements: constants onnx's inference may read (shapes, axes)
 
@@ -40,7 +41,7 @@ class TypeProblem(str):
     rule_fault: bool = False
 
     @classmethod
-    def fault(cls, message: str) -> "TypeProblem":
+    def fault(cls, message: str) -> TypeProblem:
         problem = cls(message)
         problem.rule_fault = True
         return problem

@@ -28,11 +28,11 @@ import time
 import traceback
 import zlib
 from collections import Counter
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 import onnx
 from hypothesis import HealthCheck, given, reject, settings
@@ -41,6 +41,8 @@ from hypothesis import strategies as st
 
 from ..dsl import Pack, load_pack_checked
 from ..errors import RewriterError, RuleError
+from ..pipeline import optimize
+from ..resources import bundled_pack_paths
 from .arguments import check_arguments
 from .artifacts import describe, write_artifacts
 from .compare import compare_outputs, feeds_tolerance, random_feeds, run_model
@@ -114,8 +116,6 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
                 out: Path | str = "verify-out", shrink_attempts: int = SHRINK_ATTEMPTS,
                 budget_seconds: float = BUDGET_SECONDS) -> RuleVerdict:
     """Fuzz one rule of a pack; see the module docstring."""
-    import rewriter
-
     began = time.monotonic()
     (rule,) = [r for r in pack.rules if r.name == rule_name]
     single = dataclasses.replace(pack, rules=(rule,), builtins=())
@@ -177,7 +177,7 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
             verdict.near_misses += instance.near_miss is not None
         problem, after, outputs, errors = None, None, None, (0.0, 0.0)
         try:
-            result = rewriter.optimize(instance.model, level=pack.level, rules=[single], bundled=False,
+            result = optimize(instance.model, level=pack.level, rules=[single], bundled=False,
                                        providers="CPU")
             after = result.model
             applied = result.report.applied(rule.name) > 0
@@ -305,7 +305,6 @@ def _for_stratum(campaign: Callable, stratum: Stratum, quota: int) -> Callable:
 def collect_packs(paths: Iterable[str | Path] | None) -> list[tuple[Pack, dict[str, list]]]:
     """Packs from files and directories (every ``*.rules`` inside); the bundled ones if none.
     Each with its rules' static problems (those rules fail without a draw)."""
-    from ..resources import bundled_pack_paths
 
     files: list[Path] = []
     for item in paths or ():

@@ -8,7 +8,8 @@ only; it shrinks to the first option, as ``sampled_from`` does.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from hypothesis import strategies as st
 

@@ -7,8 +7,8 @@ valid.  Rules can always steer with ``example`` hints instead.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 from hypothesis import strategies as st
@@ -46,7 +46,7 @@ class NodeContext:
     attrs: dict = field(default_factory=dict)
     main_shape: list[int] = field(default_factory=list)
     dtype: int = F
-    info: object = None          # the op's schema at the instance's opset (dsl.schemas.OpInfo)
+    info: object = None          # the op's schema at the instance's opset (onnx_facts.schemas.OpInfo)
     inputs: list[str] = field(default_factory=list)  # pattern names of the node's inputs
     dim: Callable[[], int] = lambda: 2  # a dim size for the instance (see _Builder.dim)
     outputs: list[str] = field(default_factory=list)  # pattern names of the node's outputs

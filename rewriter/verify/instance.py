@@ -19,12 +19,23 @@ from hypothesis import strategies as st
 from onnx import TensorProto, TypeProto, helper, numpy_helper, shape_inference
 
 from ..dsl import ast as A
-from ..dsl.schemas import find_schema, latest_opset, normalize_domain
 from ..expr.dtypes import DTYPES
+from ..expr.evaluate import evaluate
+from ..onnx_facts.schemas import find_schema, latest_opset, normalize_domain
 from .choices import chance, permutation, pick
-from .inputs import NodeContext, Spec, attribute_candidates, input_spec
-from .variety import (FLOATS, attribute_opsets, element_types, mask_inputs, opset_range, own_float_types, rank_hints,
-                      special_values, unmentioned_attribute_values)
+from .compare import random_feeds, run_model
+from .inputs import BROADCASTING, NodeContext, Spec, attribute_candidates, broadcast_partner, input_spec
+from .variety import (
+    FLOATS,
+    attribute_opsets,
+    element_types,
+    mask_inputs,
+    opset_range,
+    own_float_types,
+    rank_hints,
+    special_values,
+    unmentioned_attribute_values,
+)
 
 DEFAULT_OPSET = 17
 NEAR_MISSES = ("intermediate-output", "extra-consumer", "input-not-constant", "literal-off", "shape-off")
@@ -182,7 +193,6 @@ def _order(rule: A.Rule) -> list[int]:
 
 
 def _const_value(expr: A.Expr) -> object:
-    from ..expr.evaluate import evaluate
 
     class _Empty:
         graph = None
@@ -470,7 +480,6 @@ class _Builder:
         size (a channel count off the block, say), or (an operand of a broadcasting op) as a
         partner that broadcasts against the other operand: what the example shows is one
         case of the rule, not all it claims."""
-        from .inputs import BROADCASTING, broadcast_partner
 
         if not self.vary_hinted or not self.chance(2, "vary this hinted shape"):
             return dims
@@ -704,7 +713,6 @@ class _Builder:
 
     def _infer_with_ort(self, node: onnx.NodeProto) -> dict:
         """Output types of an op onnx does not know, by running the partial model."""
-        from .compare import random_feeds, run_model
 
         model = self.model([o for o in node.output if o])
         try:

@@ -12,13 +12,14 @@ that draws only what the pattern names never reaches them.  So instances also va
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 from onnx import AttributeProto, TensorProto
 
 from ..dsl import ast as A
-from ..dsl.schemas import OpInfo, find_schema, normalize_domain
+from ..onnx_facts.schemas import OpInfo, find_schema, normalize_domain
+from ..partition.kernels import cpu_table
 
 F, F16, D = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE
 I32, I64 = TensorProto.INT32, TensorProto.INT64
@@ -53,7 +54,6 @@ def element_types(rule: A.Rule, opset: int) -> list[int]:
 def _cpu_kernel_types(domain: str, op: str, info: OpInfo | None) -> set[str] | None:
     """The types onnxruntime's CPU kernels of the op take for its first input (None when
     unknown: no constraint)."""
-    from ..partition.kernels import cpu_table
 
     if info is None:
         return None
@@ -215,7 +215,7 @@ def attribute_opsets(rule: A.Rule, low: int, high: int) -> list[int]:
     return sorted(found)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _newest_with(op: str, attribute: str, low: int, high: int) -> int | None:
     for opset in range(high, max(low, 1) - 1, -1):
         info = find_schema("", op, opset)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from onnx import NodeProto
 
-from ..graph.metadata import get_metadata, set_metadata
+from .metadata import get_metadata, set_metadata
 
 LAYER_ANNOTATION_KEY = "layer_ann"
 EXECUTION_PROVIDER_KEY = "execution_provider"

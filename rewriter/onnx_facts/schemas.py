@@ -6,7 +6,7 @@ attributes their default values when a node leaves them out.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import onnx
 from onnx import AttributeProto, helper
@@ -146,7 +146,7 @@ def _onnx_schema_history() -> dict[tuple[str, str], list]:
     return table
 
 
-@lru_cache(maxsize=None)
+@cache
 def latest_opset(domain: str) -> int:
     """The newest version of a standard domain the installed onnx defines."""
     domain = normalize_domain(domain)
@@ -193,7 +193,7 @@ def attribute_default(domain: str, op: str, version: int | None, name: str) -> o
     return list(value) if type(value) is list else value  # (a list of the caller's own)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _attribute_default(domain: str, op: str, version: int | None, name: str) -> object:
     info = find_schema(domain, op, version)
     if info is None or name not in info.attributes:
