@@ -10,6 +10,7 @@ our output passes onnx.checker's full check, and the max absolute difference of 
 against the original on random inputs (ORT optimizations off).  Exits 1 when any model has
 more nodes than the best peer, fails the checker, or differs by more than 1e-4.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,9 +51,11 @@ def onnxscript_optimized(model: onnx.ModelProto) -> onnx.ModelProto | None:
     try:
         from onnxscript import ir
         from onnxscript.rewriter.ort_fusions import optimize_for_ort
+
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-            optimized, _ = optimize_for_ort(ir.serde.deserialize_model(onnx.ModelProto.FromString(
-                model.SerializeToString())))
+            optimized, _ = optimize_for_ort(
+                ir.serde.deserialize_model(onnx.ModelProto.FromString(model.SerializeToString()))
+            )
             return ir.serde.serialize_model(optimized)
     except Exception as error:  # a peer failing on a model is a result, not a crash
         print(f"    onnxscript failed: {str(error).splitlines()[0][:100] if str(error) else type(error)}")
@@ -67,6 +70,7 @@ def transformers_optimized(path: Path) -> onnx.ModelProto | None:
     heads and hidden size 0 = detect from the graph."""
     try:
         from onnxruntime.transformers.optimizer import optimize_model
+
         family = path.name.split("_")[0]
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
             return optimize_model(str(path), model_type=TRANSFORMERS_TYPES.get(family, "bert")).model
@@ -104,42 +108,60 @@ def compare(path: Path, level: str, peers: bool) -> dict:
     except Exception as error:  # report, do not stop the sweep
         checker = f"FAIL {str(error).splitlines()[0][:60]}"
     feeds = random_feeds(original, 0)
-    diff = max(float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
-               for a, b in zip(run(original, feeds, path.parent), run(ours.model, feeds, path.parent)))
+    diff = max(
+        float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)))) if a.size else 0.0
+        for a, b in zip(run(original, feeds, path.parent), run(ours.model, feeds, path.parent))
+    )
     script = onnxscript_optimized(original) if peers else None
     transformers = transformers_optimized(path) if peers else None
     ours_ops = Counter(n.op_type for n in ours.model.graph.node)
     ort_ops = Counter(n.op_type for n in theirs.graph.node)
-    return {"model": path.name, "original": len(original.graph.node), "ours": len(ours.model.graph.node),
-            "ort": len(theirs.graph.node),
-            "onnxscript": len(script.graph.node) if script is not None else None,
-            "transformers": len(transformers.graph.node) if transformers is not None else None,
-            "fused": {"ours": fused(ours.model), "ORT": fused(theirs), "onnxscript": fused(script),
-                      "transformers": fused(transformers)},
-            "checker": checker, "max_abs_diff": diff,
-            "ms": ours_seconds * 1000,
-            "only_ours": dict(ours_ops - ort_ops), "only_ort": dict(ort_ops - ours_ops)}
+    return {
+        "model": path.name,
+        "original": len(original.graph.node),
+        "ours": len(ours.model.graph.node),
+        "ort": len(theirs.graph.node),
+        "onnxscript": len(script.graph.node) if script is not None else None,
+        "transformers": len(transformers.graph.node) if transformers is not None else None,
+        "fused": {
+            "ours": fused(ours.model),
+            "ORT": fused(theirs),
+            "onnxscript": fused(script),
+            "transformers": fused(transformers),
+        },
+        "checker": checker,
+        "max_abs_diff": diff,
+        "ms": ours_seconds * 1000,
+        "only_ours": dict(ours_ops - ort_ops),
+        "only_ort": dict(ort_ops - ours_ops),
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="+", type=Path)
     parser.add_argument("--level", default="basic", choices=sorted(ORT_LEVELS))
-    parser.add_argument("--peers", action="store_true",
-                        help="also run onnxscript's optimize_for_ort and onnxruntime.transformers' "
-                             "optimize_model (extended level)")
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="also run onnxscript's optimize_for_ort and onnxruntime.transformers' optimize_model (extended level)",
+    )
     parser.add_argument("--histograms", action="store_true", help="print each one's fused-op histogram")
     args = parser.parse_args()
-    print(f"{'model':32} {'orig':>5} {'ours':>5} {'ORT':>5} {'oscript':>7} {'transf':>6} {'checker':8} "
-          f"{'max|diff|':>10} {'ms':>7}")
+    print(
+        f"{'model':32} {'orig':>5} {'ours':>5} {'ORT':>5} {'oscript':>7} {'transf':>6} {'checker':8} "
+        f"{'max|diff|':>10} {'ms':>7}"
+    )
     worst = 0
     for path in args.models:
         row = compare(path, args.level, args.peers)
         best = min(n for n in (row["ort"], row["onnxscript"], row["transformers"]) if n is not None)
         flag = "" if row["ours"] <= best else "  <-- more than the best peer"
-        print(f"{row['model']:32} {row['original']:5} {row['ours']:5} {row['ort']:5} "
-              f"{show(row['onnxscript']):>7} {show(row['transformers']):>6} {row['checker']:8} "
-              f"{row['max_abs_diff']:10.2e} {row['ms']:7.1f}{flag}")
+        print(
+            f"{row['model']:32} {row['original']:5} {row['ours']:5} {row['ort']:5} "
+            f"{show(row['onnxscript']):>7} {show(row['transformers']):>6} {row['checker']:8} "
+            f"{row['max_abs_diff']:10.2e} {row['ms']:7.1f}{flag}"
+        )
         if row["only_ours"] or row["only_ort"]:
             print(f"    ops only in ours: {row['only_ours']}   only in ORT's: {row['only_ort']}")
         if args.histograms:

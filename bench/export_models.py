@@ -27,6 +27,7 @@ Dynamo exports of the original set use the exporter's default opset, the newer f
 An export that fails is reported (-v: with its traceback) and skipped; every model written is
 loaded in onnxruntime and deleted (with its external data) when it does not load.
 """
+
 from __future__ import annotations
 
 import sys
@@ -60,8 +61,9 @@ class ResNet18(nn.Module):
 
     def __init__(self, classes: int = 10, width: int = 64) -> None:
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width),
-                                  nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width), nn.ReLU(), nn.MaxPool2d(3, 2, 1)
+        )
         layers, cin = [], width
         for cout, stride in ((width, 1), (2 * width, 2), (4 * width, 2), (8 * width, 2)):
             layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
@@ -87,24 +89,55 @@ def export_resnet(out: Path, width: int = 64, name: str = "resnet18_bn.onnx") ->
     model = ResNet18(width=width).eval()
     randomize_bn(model)
     x = torch.randn(1, 3, 64, 64)
-    torch.onnx.export(model, (x,), out / name, dynamo=False, opset_version=17,
-                      do_constant_folding=False, input_names=["pixel_values"],
-                      training=torch.onnx.TrainingMode.PRESERVE)
+    torch.onnx.export(
+        model,
+        (x,),
+        out / name,
+        dynamo=False,
+        opset_version=17,
+        do_constant_folding=False,
+        input_names=["pixel_values"],
+        training=torch.onnx.TrainingMode.PRESERVE,
+    )
 
 
-def export_variants(model: nn.Module, args: tuple, names: list[str], dynamic: dict, out: Path,
-                    prefix: str, dynamo_opset: int | None = None) -> None:
+def export_variants(
+    model: nn.Module,
+    args: tuple,
+    names: list[str],
+    dynamic: dict,
+    out: Path,
+    prefix: str,
+    dynamo_opset: int | None = None,
+) -> None:
     """One model in the exporter variants users produce: TorchScript at opset 17 with static
     and dynamic axes, TorchScript at opset 14 (LayerNormalization decomposed), dynamo (at
     dynamo_opset, else the exporter's default).  A failing export is reported, not raised."""
     model = model.eval()
     for suffix, opset, axes in (("ts_static", 17, None), ("ts_dynamic", 17, dynamic), ("ts_opset14", 14, None)):
-        attempt(f"{prefix}_{suffix}", lambda: torch.onnx.export(
-            model, args, out / f"{prefix}_{suffix}.onnx", dynamo=False, opset_version=opset,
-            input_names=names, dynamic_axes=axes))
-    attempt(f"{prefix}_dynamo", lambda: torch.onnx.export(  # the dynamo exporter changes often
-        model, args, out / f"{prefix}_dynamo.onnx", dynamo=True, input_names=names,
-        **({"opset_version": dynamo_opset} if dynamo_opset else {})))
+        attempt(
+            f"{prefix}_{suffix}",
+            lambda: torch.onnx.export(
+                model,
+                args,
+                out / f"{prefix}_{suffix}.onnx",
+                dynamo=False,
+                opset_version=opset,
+                input_names=names,
+                dynamic_axes=axes,
+            ),
+        )
+    attempt(
+        f"{prefix}_dynamo",
+        lambda: torch.onnx.export(  # the dynamo exporter changes often
+            model,
+            args,
+            out / f"{prefix}_dynamo.onnx",
+            dynamo=True,
+            input_names=names,
+            **({"opset_version": dynamo_opset} if dynamo_opset else {}),
+        ),
+    )
 
 
 FAILURES: list[str] = []
@@ -142,47 +175,83 @@ def text_inputs(names: list[str]) -> tuple:
     return tuple({"input_ids": ids, "attention_mask": mask, "token_type_ids": types}[n] for n in names)
 
 
-def export_text(out: Path, prefix: str, model: nn.Module, names: list[str],
-                dynamo_opset: int | None = None) -> None:
-    export_variants(HiddenState(model, names), text_inputs(names), names,
-                    {n: {0: "batch", 1: "seq"} for n in names}, out, prefix, dynamo_opset)
+def export_text(out: Path, prefix: str, model: nn.Module, names: list[str], dynamo_opset: int | None = None) -> None:
+    export_variants(
+        HiddenState(model, names),
+        text_inputs(names),
+        names,
+        {n: {0: "batch", 1: "seq"} for n in names},
+        out,
+        prefix,
+        dynamo_opset,
+    )
 
 
 def export_bert(out: Path, layers: int = 2, prefix: str = "bert", attention: str = "eager") -> None:
     from transformers import BertConfig, BertModel
 
-    config = BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=layers, num_attention_heads=2,
-                        intermediate_size=256, max_position_embeddings=64, attn_implementation=attention)
+    config = BertConfig(
+        vocab_size=100,
+        hidden_size=64,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=256,
+        max_position_embeddings=64,
+        attn_implementation=attention,
+    )
     export_text(out, prefix, BertModel(config), ["input_ids", "attention_mask", "token_type_ids"])
 
 
 def export_distilbert(out: Path, attention: str = "eager", prefix: str = "distilbert") -> None:
     from transformers import DistilBertConfig, DistilBertModel
 
-    config = DistilBertConfig(vocab_size=100, dim=64, n_layers=2, n_heads=2, hidden_dim=256,
-                              max_position_embeddings=64, attn_implementation=attention)
+    config = DistilBertConfig(
+        vocab_size=100,
+        dim=64,
+        n_layers=2,
+        n_heads=2,
+        hidden_dim=256,
+        max_position_embeddings=64,
+        attn_implementation=attention,
+    )
     export_text(out, prefix, DistilBertModel(config), ["input_ids", "attention_mask"])
 
 
 def export_gpt2(out: Path, attention: str = "eager", prefix: str = "gpt2") -> None:
     from transformers import GPT2Config, GPT2Model
 
-    config = GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=2, n_positions=64,
-                        use_cache=False, attn_implementation=attention)
+    config = GPT2Config(
+        vocab_size=100, n_embd=64, n_layer=2, n_head=2, n_positions=64, use_cache=False, attn_implementation=attention
+    )
     export_text(out, prefix, GPT2Model(config), ["input_ids", "attention_mask"])
 
 
 def export_vit(out: Path, attention: str = "eager", prefix: str = "vit") -> None:
     from transformers import ViTConfig, ViTModel
 
-    config = ViTConfig(image_size=32, patch_size=8, num_channels=3, hidden_size=64, num_hidden_layers=2,
-                       num_attention_heads=2, intermediate_size=256, attn_implementation=attention)
+    config = ViTConfig(
+        image_size=32,
+        patch_size=8,
+        num_channels=3,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=256,
+        attn_implementation=attention,
+    )
     names = ["pixel_values"]
-    export_variants(HiddenState(ViTModel(config, add_pooling_layer=False), names),
-                    (torch.randn(1, 3, 32, 32),), names, {"pixel_values": {0: "batch"}}, out, prefix)
+    export_variants(
+        HiddenState(ViTModel(config, add_pooling_layer=False), names),
+        (torch.randn(1, 3, 32, 32),),
+        names,
+        {"pixel_values": {0: "batch"}},
+        out,
+        prefix,
+    )
 
 
 # ---- LLM decoders ----------------------------------------------------------------------------
+
 
 class Decoder(nn.Module):
     """A causal LM over plain tensors: (input_ids, attention_mask, past key and value of each
@@ -199,7 +268,8 @@ class Decoder(nn.Module):
         kwargs = {"input_ids": input_ids, "attention_mask": attention_mask, "use_cache": self.cache}
         if past:
             kwargs["past_key_values"] = DynamicCache(
-                ddp_cache_data=[(past[i], past[i + 1]) for i in range(0, len(past), 2)])
+                ddp_cache_data=[(past[i], past[i + 1]) for i in range(0, len(past), 2)]
+            )
         out = self.inner(**kwargs)
         if not self.cache:
             return out.logits
@@ -212,12 +282,15 @@ class Decoder(nn.Module):
 # family -> (config class, model class, config arguments beyond the common ones; None drops one)
 DECODERS = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
-    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {"num_key_value_heads": 2}),      # GQA
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {"num_key_value_heads": 2}),  # GQA
     "mistral": ("MistralConfig", "MistralForCausalLM", {"num_key_value_heads": 2}),  # GQA
-    "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),                  # fused qkv and gate_up
-    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {}),        # partial rotary (0.25)
-    "falcon": ("FalconConfig", "FalconForCausalLM",                 # multi-query, parallel attn
-               {"intermediate_size": None, "ffn_hidden_size": 128}),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),  # fused qkv and gate_up
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {}),  # partial rotary (0.25)
+    "falcon": (
+        "FalconConfig",
+        "FalconForCausalLM",  # multi-query, parallel attn
+        {"intermediate_size": None, "ffn_hidden_size": 128},
+    ),
 }
 
 
@@ -225,16 +298,26 @@ def decoder_model(family: str, attention: str = "eager") -> nn.Module:
     import transformers
 
     config_name, model_name, extra = DECODERS[family]
-    arguments = dict(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                     intermediate_size=128, max_position_embeddings=128, pad_token_id=0,
-                     bos_token_id=1, eos_token_id=2, attn_implementation=attention)
+    arguments = dict(
+        vocab_size=128,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=128,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        attn_implementation=attention,
+    )
     arguments.update(extra)
     config = getattr(transformers, config_name)(**{k: v for k, v in arguments.items() if v is not None})
     return getattr(transformers, model_name)(config).eval()
 
 
-def export_decoder(out: Path, family: str, attention: str = "eager", prefix: str | None = None,
-                   kv: bool = True) -> None:
+def export_decoder(
+    out: Path, family: str, attention: str = "eager", prefix: str | None = None, kv: bool = True
+) -> None:
     """{prefix}_{ts_static,ts_dynamic,ts_opset14,dynamo}: the whole sequence, no cache;
     {prefix}_kv_{ts_dynamic,dynamo}: one decoding step over a past of 4 tokens."""
     from torch.export import Dim
@@ -242,69 +325,133 @@ def export_decoder(out: Path, family: str, attention: str = "eager", prefix: str
     prefix = prefix or family
     model = decoder_model(family, attention)
     names = ["input_ids", "attention_mask"]
-    export_variants(Decoder(model, cache=False), text_inputs(names), names,
-                    {n: {0: "batch", 1: "seq"} for n in names}, out, prefix, dynamo_opset=18)
+    export_variants(
+        Decoder(model, cache=False),
+        text_inputs(names),
+        names,
+        {n: {0: "batch", 1: "seq"} for n in names},
+        out,
+        prefix,
+        dynamo_opset=18,
+    )
     if not kv:
         return
     step = Decoder(model, cache=True).eval()
     with torch.no_grad():  # the past: a prefill of 4 tokens, batch 2
         past = step(torch.randint(0, 128, (2, 4)), torch.ones(2, 4, dtype=torch.int64))[1:]
     if any(t.shape[2] != 4 for t in past):
-        raise RuntimeError(f"{family}: past tensors are {[tuple(t.shape) for t in past]}, "
-                           f"expected (batch, heads, 4, head_dim)")
+        raise RuntimeError(
+            f"{family}: past tensors are {[tuple(t.shape) for t in past]}, expected (batch, heads, 4, head_dim)"
+        )
     ids = torch.randint(0, 128, (2, 1))
     mask = torch.ones(2, 5, dtype=torch.int64)
     mask[1, 0] = 0  # one row left-padded
     layers = len(past) // 2
     past_names = [f"past_key_values.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
     output_names = ["logits"] + [f"present.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
-    axes = {"input_ids": {0: "batch", 1: "sequence_length"},
-            "attention_mask": {0: "batch", 1: "total_sequence_length"},
-            "logits": {0: "batch", 1: "sequence_length"}}
+    axes = {
+        "input_ids": {0: "batch", 1: "sequence_length"},
+        "attention_mask": {0: "batch", 1: "total_sequence_length"},
+        "logits": {0: "batch", 1: "sequence_length"},
+    }
     axes.update({n: {0: "batch", 2: "past_sequence_length"} for n in past_names})
     axes.update({n: {0: "batch", 2: "total_sequence_length"} for n in output_names[1:]})
-    attempt(f"{prefix}_kv_ts_dynamic", lambda: torch.onnx.export(
-        step, (ids, mask, *past), out / f"{prefix}_kv_ts_dynamic.onnx", dynamo=False, opset_version=17,
-        input_names=names + past_names, output_names=output_names, dynamic_axes=axes))
+    attempt(
+        f"{prefix}_kv_ts_dynamic",
+        lambda: torch.onnx.export(
+            step,
+            (ids, mask, *past),
+            out / f"{prefix}_kv_ts_dynamic.onnx",
+            dynamo=False,
+            opset_version=17,
+            input_names=names + past_names,
+            output_names=output_names,
+            dynamic_axes=axes,
+        ),
+    )
     # dynamo: dynamic batch and past; the step is one token (the mask is past + 1 long)
     batch, past_length = Dim("batch", min=1, max=64), Dim("past_sequence_length", min=1, max=100)
-    shapes = {"input_ids": {0: batch}, "attention_mask": {0: batch, 1: past_length + 1},
-              "past": tuple({0: batch, 2: past_length} for _ in past)}
-    attempt(f"{prefix}_kv_dynamo", lambda: torch.onnx.export(
-        step, (ids, mask, *past), out / f"{prefix}_kv_dynamo.onnx", dynamo=True, opset_version=18,
-        input_names=names + past_names, output_names=output_names, dynamic_shapes=shapes))
+    shapes = {
+        "input_ids": {0: batch},
+        "attention_mask": {0: batch, 1: past_length + 1},
+        "past": tuple({0: batch, 2: past_length} for _ in past),
+    }
+    attempt(
+        f"{prefix}_kv_dynamo",
+        lambda: torch.onnx.export(
+            step,
+            (ids, mask, *past),
+            out / f"{prefix}_kv_dynamo.onnx",
+            dynamo=True,
+            opset_version=18,
+            input_names=names + past_names,
+            output_names=output_names,
+            dynamic_shapes=shapes,
+        ),
+    )
 
 
 # ---- encoders ----------------------------------------------------------------------------------
+
 
 def export_whisper_encoder(out: Path) -> None:
     from transformers import WhisperConfig
     from transformers.models.whisper.modeling_whisper import WhisperEncoder
 
-    config = WhisperConfig(vocab_size=100, d_model=64, encoder_layers=2, decoder_layers=2,
-                           encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=128,
-                           decoder_ffn_dim=128, num_mel_bins=16, max_source_positions=32,
-                           max_target_positions=32, pad_token_id=0, bos_token_id=1, eos_token_id=2,
-                           decoder_start_token_id=1, attn_implementation="eager")
+    config = WhisperConfig(
+        vocab_size=100,
+        d_model=64,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=128,
+        decoder_ffn_dim=128,
+        num_mel_bins=16,
+        max_source_positions=32,
+        max_target_positions=32,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        decoder_start_token_id=1,
+        attn_implementation="eager",
+    )
     names = ["input_features"]  # (batch, mel bins, 2 * max_source_positions frames)
-    export_variants(HiddenState(WhisperEncoder(config), names), (torch.randn(1, 16, 64),), names,
-                    {"input_features": {0: "batch"}}, out, "whisper_enc", dynamo_opset=18)
+    export_variants(
+        HiddenState(WhisperEncoder(config), names),
+        (torch.randn(1, 16, 64),),
+        names,
+        {"input_features": {0: "batch"}},
+        out,
+        "whisper_enc",
+        dynamo_opset=18,
+    )
 
 
 def export_t5_encoder(out: Path) -> None:
     from transformers import T5Config, T5EncoderModel
 
-    config = T5Config(vocab_size=100, d_model=64, d_kv=32, d_ff=128, num_layers=2, num_heads=2,
-                      attn_implementation="eager")
+    config = T5Config(
+        vocab_size=100, d_model=64, d_kv=32, d_ff=128, num_layers=2, num_heads=2, attn_implementation="eager"
+    )
     export_text(out, "t5_enc", T5EncoderModel(config), ["input_ids", "attention_mask"], dynamo_opset=18)
 
 
 def export_clip_text(out: Path) -> None:
     from transformers import CLIPTextConfig, CLIPTextModel
 
-    config = CLIPTextConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                            num_attention_heads=2, max_position_embeddings=32, pad_token_id=0,
-                            bos_token_id=1, eos_token_id=2, attn_implementation="eager")
+    config = CLIPTextConfig(
+        vocab_size=100,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        max_position_embeddings=32,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        attn_implementation="eager",
+    )
     export_text(out, "clip_text", CLIPTextModel(config), ["input_ids", "attention_mask"], dynamo_opset=18)
 
 
@@ -312,9 +459,18 @@ def export_bart_encoder(out: Path) -> None:
     from transformers import BartConfig
     from transformers.models.bart.modeling_bart import BartEncoder
 
-    config = BartConfig(vocab_size=100, d_model=64, encoder_layers=2, decoder_layers=2,
-                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=128,
-                        decoder_ffn_dim=128, max_position_embeddings=64, attn_implementation="eager")
+    config = BartConfig(
+        vocab_size=100,
+        d_model=64,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=128,
+        decoder_ffn_dim=128,
+        max_position_embeddings=64,
+        attn_implementation="eager",
+    )
     export_text(out, "bart_enc", BartEncoder(config), ["input_ids", "attention_mask"], dynamo_opset=18)
 
 
@@ -322,20 +478,49 @@ def export_encoders_dyn14(out: Path) -> None:
     """BERT and DistilBERT with dynamic axes at opset 14 (LayerNormalization decomposed)."""
     from transformers import BertConfig, BertModel, DistilBertConfig, DistilBertModel
 
-    bert = BertModel(BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-                                intermediate_size=256, max_position_embeddings=64,
-                                attn_implementation="eager"))
-    distilbert = DistilBertModel(DistilBertConfig(vocab_size=100, dim=64, n_layers=2, n_heads=2, hidden_dim=256,
-                                                  max_position_embeddings=64, attn_implementation="eager"))
-    for prefix, model, names in (("bert", bert, ["input_ids", "attention_mask", "token_type_ids"]),
-                                 ("distilbert", distilbert, ["input_ids", "attention_mask"])):
+    bert = BertModel(
+        BertConfig(
+            vocab_size=100,
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=256,
+            max_position_embeddings=64,
+            attn_implementation="eager",
+        )
+    )
+    distilbert = DistilBertModel(
+        DistilBertConfig(
+            vocab_size=100,
+            dim=64,
+            n_layers=2,
+            n_heads=2,
+            hidden_dim=256,
+            max_position_embeddings=64,
+            attn_implementation="eager",
+        )
+    )
+    for prefix, model, names in (
+        ("bert", bert, ["input_ids", "attention_mask", "token_type_ids"]),
+        ("distilbert", distilbert, ["input_ids", "attention_mask"]),
+    ):
         wrapped = HiddenState(model, names).eval()
-        attempt(f"{prefix}_ts_dynamic_opset14", lambda: torch.onnx.export(
-            wrapped, text_inputs(names), out / f"{prefix}_ts_dynamic_opset14.onnx", dynamo=False,
-            opset_version=14, input_names=names, dynamic_axes={n: {0: "batch", 1: "seq"} for n in names}))
+        attempt(
+            f"{prefix}_ts_dynamic_opset14",
+            lambda: torch.onnx.export(
+                wrapped,
+                text_inputs(names),
+                out / f"{prefix}_ts_dynamic_opset14.onnx",
+                dynamo=False,
+                opset_version=14,
+                input_names=names,
+                dynamic_axes={n: {0: "batch", 1: "seq"} for n in names},
+            ),
+        )
 
 
 # ---- conv nets (torchvision's layouts, small) ----------------------------------------------------
+
 
 class SqueezeExcite(nn.Module):
     def __init__(self, channels: int, squeezed: int, act: type, gate: type) -> None:
@@ -356,8 +541,7 @@ def conv_bn(cin: int, cout: int, k: int, stride: int = 1, groups: int = 1, act: 
 class InvertedResidual(nn.Module):
     """MobileNetV3 / EfficientNet MBConv: 1x1 expand, depthwise kxk, squeeze-excite, 1x1 project."""
 
-    def __init__(self, cin: int, expanded: int, cout: int, k: int, stride: int, act: type,
-                 se: tuple | None) -> None:
+    def __init__(self, cin: int, expanded: int, cout: int, k: int, stride: int, act: type, se: tuple | None) -> None:
         super().__init__()
         layers = [] if expanded == cin else [conv_bn(cin, expanded, 1, act=act)]
         layers.append(conv_bn(expanded, expanded, k, stride, groups=expanded, act=act))
@@ -379,13 +563,21 @@ class MobileNetV3(nn.Module):
     def __init__(self, classes: int = 10) -> None:
         super().__init__()
         hs, relu = nn.Hardswish, nn.ReLU
-        blocks = [(16, 16, 16, 3, 2, relu, True), (16, 64, 24, 3, 2, relu, False), (24, 72, 24, 3, 1, relu, False),
-                  (24, 96, 40, 5, 2, hs, True), (40, 120, 40, 5, 1, hs, True)]
+        blocks = [
+            (16, 16, 16, 3, 2, relu, True),
+            (16, 64, 24, 3, 2, relu, False),
+            (24, 72, 24, 3, 1, relu, False),
+            (24, 96, 40, 5, 2, hs, True),
+            (40, 120, 40, 5, 1, hs, True),
+        ]
         self.features = nn.Sequential(
             conv_bn(3, 16, 3, 2, act=hs),
-            *[InvertedResidual(cin, e, cout, k, s, act, (max(8, e // 4), nn.ReLU, nn.Hardsigmoid) if se else None)
-              for cin, e, cout, k, s, act, se in blocks],
-            conv_bn(40, 96, 1, act=hs))
+            *[
+                InvertedResidual(cin, e, cout, k, s, act, (max(8, e // 4), nn.ReLU, nn.Hardsigmoid) if se else None)
+                for cin, e, cout, k, s, act, se in blocks
+            ],
+            conv_bn(40, 96, 1, act=hs),
+        )
         self.classifier = nn.Sequential(nn.Linear(96, 128), nn.Hardswish(), nn.Dropout(0.2), nn.Linear(128, classes))
 
     def forward(self, x):
@@ -400,9 +592,12 @@ class EfficientNet(nn.Module):
         blocks = [(32, 32, 16, 3, 1), (16, 96, 24, 3, 2), (24, 144, 24, 3, 1), (24, 144, 40, 5, 2), (40, 240, 40, 5, 1)]
         self.features = nn.Sequential(
             conv_bn(3, 32, 3, 2, act=nn.SiLU),
-            *[InvertedResidual(cin, e, cout, k, s, nn.SiLU, (max(4, cin // 4), nn.SiLU, nn.Sigmoid))
-              for cin, e, cout, k, s in blocks],
-            conv_bn(40, 128, 1, act=nn.SiLU))
+            *[
+                InvertedResidual(cin, e, cout, k, s, nn.SiLU, (max(4, cin // 4), nn.SiLU, nn.Sigmoid))
+                for cin, e, cout, k, s in blocks
+            ],
+            conv_bn(40, 128, 1, act=nn.SiLU),
+        )
         self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(128, classes))
 
     def forward(self, x):
@@ -456,16 +651,36 @@ def export_convnet(out: Path, prefix: str, model: nn.Module) -> None:
     export_variants(model, (x,), names, {"pixel_values": {0: "batch"}}, out, prefix, dynamo_opset=18)
     if not any(isinstance(m, nn.BatchNorm2d) for m in model.modules()):
         return
-    attempt(f"{prefix}_ts_bn", lambda: torch.onnx.export(
-        model, (x,), out / f"{prefix}_ts_bn.onnx", dynamo=False, opset_version=17, do_constant_folding=False,
-        input_names=names, training=torch.onnx.TrainingMode.PRESERVE))
+    attempt(
+        f"{prefix}_ts_bn",
+        lambda: torch.onnx.export(
+            model,
+            (x,),
+            out / f"{prefix}_ts_bn.onnx",
+            dynamo=False,
+            opset_version=17,
+            do_constant_folding=False,
+            input_names=names,
+            training=torch.onnx.TrainingMode.PRESERVE,
+        ),
+    )
 
 
 # ---- fp16 and quantized copies ---------------------------------------------------------------------
 
-FP16_SOURCES = ["bert_ts_static", "bert_ts_dynamic", "bert_dynamo", "gpt2_ts_static", "gpt2_ts_dynamic",
-                "vit_ts_static", "vit_dynamo", "llama_ts_static", "llama_ts_dynamic", "llama_dynamo",
-                "llama_kv_ts_dynamic"]
+FP16_SOURCES = [
+    "bert_ts_static",
+    "bert_ts_dynamic",
+    "bert_dynamo",
+    "gpt2_ts_static",
+    "gpt2_ts_dynamic",
+    "vit_ts_static",
+    "vit_dynamo",
+    "llama_ts_static",
+    "llama_ts_dynamic",
+    "llama_dynamo",
+    "llama_kv_ts_dynamic",
+]
 
 
 def export_fp16(out: Path) -> None:
@@ -478,8 +693,13 @@ def export_fp16(out: Path) -> None:
         export_bert(source), export_gpt2(source), export_vit(source), export_decoder(source, "llama")
         for name in FP16_SOURCES:
             if (source / f"{name}.onnx").exists():
-                attempt(f"{name}_fp16", lambda: onnx.save(convert_float_to_float16(
-                    onnx.load(source / f"{name}.onnx"), keep_io_types=True), out / f"{name}_fp16.onnx"))
+                attempt(
+                    f"{name}_fp16",
+                    lambda: onnx.save(
+                        convert_float_to_float16(onnx.load(source / f"{name}.onnx"), keep_io_types=True),
+                        out / f"{name}_fp16.onnx",
+                    ),
+                )
 
 
 class RandomReader:
@@ -517,8 +737,14 @@ class RandomReader:
         self.iterator = iter(self.feeds)
 
 
-QUANT_SOURCES = ["bert_ts_static", "bert_ts_dynamic", "bert_dynamo", "resnet18_mini_bn", "mobilenetv3_ts_static",
-                 "efficientnet_ts_static"]
+QUANT_SOURCES = [
+    "bert_ts_static",
+    "bert_ts_dynamic",
+    "bert_dynamo",
+    "resnet18_mini_bn",
+    "mobilenetv3_ts_static",
+    "efficientnet_ts_static",
+]
 
 
 def export_quant(out: Path) -> None:
@@ -536,11 +762,20 @@ def export_quant(out: Path) -> None:
             path = source / f"{name}.onnx"
             if not path.exists():
                 continue
-            attempt(f"{name}_qdq", lambda: quantize_static(
-                path, out / f"{name}_qdq.onnx", RandomReader(path), quant_format=QuantFormat.QDQ,
-                activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8))
-            attempt(f"{name}_qdyn", lambda: quantize_dynamic(path, out / f"{name}_qdyn.onnx",
-                                                               weight_type=QuantType.QInt8))
+            attempt(
+                f"{name}_qdq",
+                lambda: quantize_static(
+                    path,
+                    out / f"{name}_qdq.onnx",
+                    RandomReader(path),
+                    quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8,
+                    weight_type=QuantType.QInt8,
+                ),
+            )
+            attempt(
+                f"{name}_qdyn", lambda: quantize_dynamic(path, out / f"{name}_qdyn.onnx", weight_type=QuantType.QInt8)
+            )
 
 
 EXPORTS = {
@@ -550,8 +785,7 @@ EXPORTS = {
     "distilbert": lambda out: (export_distilbert(out), export_distilbert(out, "sdpa", "distilbert_sdpa")),
     "gpt2": lambda out: (export_gpt2(out), export_gpt2(out, "sdpa", "gpt2_sdpa")),
     "vit": lambda out: (export_vit(out), export_vit(out, "sdpa", "vit_sdpa")),
-    "llama": lambda out: (export_decoder(out, "llama"),
-                          export_decoder(out, "llama", "sdpa", "llama_sdpa", kv=False)),
+    "llama": lambda out: (export_decoder(out, "llama"), export_decoder(out, "llama", "sdpa", "llama_sdpa", kv=False)),
     "qwen2": lambda out: export_decoder(out, "qwen2"),
     "mistral": lambda out: export_decoder(out, "mistral"),
     "phi3": lambda out: export_decoder(out, "phi3"),
@@ -622,24 +856,41 @@ def describe(path: Path) -> dict:
         family, variant = family[:-3], ("kv " + variant).strip()
     dynamic = any(not d.HasField("dim_value") for vi in model.graph.input for d in vi.type.tensor_type.shape.dim)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
-    return {"file": path.name, "family": family, "exporter": exporter, "variant": variant or "-",
-            "opset": opset, "axes": "dynamic" if dynamic else "static", "dtype": dtype,
-            "nodes": len(model.graph.node)}
+    return {
+        "file": path.name,
+        "family": family,
+        "exporter": exporter,
+        "variant": variant or "-",
+        "opset": opset,
+        "axes": "dynamic" if dynamic else "static",
+        "dtype": dtype,
+        "nodes": len(model.graph.node),
+    }
 
 
 def corpus_table(dirs: list[Path]) -> str:
-    lines = ["# Development corpus", "",
-             "Written by `bench/export_models.py` (random weights, 2 layers, hidden 64 unless the name says",
-             "otherwise); regenerate this table with",
-             f"`python bench/export_models.py --corpus CORPUS.md {' '.join(str(d) for d in dirs)}`.",
-             "Nodes: top-level graph nodes.", ""]
+    lines = [
+        "# Development corpus",
+        "",
+        "Written by `bench/export_models.py` (random weights, 2 layers, hidden 64 unless the name says",
+        "otherwise); regenerate this table with",
+        f"`python bench/export_models.py --corpus CORPUS.md {' '.join(str(d) for d in dirs)}`.",
+        "Nodes: top-level graph nodes.",
+        "",
+    ]
     for directory in dirs:
         rows = [describe(p) for p in sorted(directory.glob("*.onnx"))]
-        lines += [f"## {directory} ({len(rows)} models)", "",
-                  "| file | family | exporter | variant | opset | axes | dtype | nodes |",
-                  "|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {r['file']} | {r['family']} | {r['exporter']} | {r['variant']} | {r['opset']} | "
-                  f"{r['axes']} | {r['dtype']} | {r['nodes']} |" for r in rows]
+        lines += [
+            f"## {directory} ({len(rows)} models)",
+            "",
+            "| file | family | exporter | variant | opset | axes | dtype | nodes |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['file']} | {r['family']} | {r['exporter']} | {r['variant']} | {r['opset']} | "
+            f"{r['axes']} | {r['dtype']} | {r['nodes']} |"
+            for r in rows
+        ]
         lines.append("")
     return "\n".join(lines)
 

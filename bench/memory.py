@@ -21,6 +21,7 @@ runs the same optimization in this process while a thread samples the resident s
 function the main thread is in, and prints where the peak was reached (where the copies
 are).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,6 +39,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 def _block(i: int, x: str, hidden: int, rng: np.random.Generator, nodes: list, inits: list) -> str:
     """Self-attention-like mixing, a residual, decomposed LayerNorm, erf Gelu, an FFN."""
+
     def const(name: str, value) -> str:
         full = f"b{i}_{name}"
         inits.append(numpy_helper.from_array(np.asarray(value, dtype=np.float32), full))
@@ -76,8 +78,13 @@ def build_model(size_mb: int, hidden: int = 1024, seed: int = 0) -> onnx.ModelPr
     blocks = max(1, round(size_mb * 1e6 / (9 * hidden * hidden * 4)))
     for i in range(blocks):
         x = _block(i, x, hidden, rng, nodes, inits)
-    graph = helper.make_graph(nodes, "memory", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 8, hidden])],
-                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 8, hidden])], inits)
+    graph = helper.make_graph(
+        nodes,
+        "memory",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 8, hidden])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 8, hidden])],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model
@@ -128,13 +135,24 @@ def conv_bn_model(size_mb: int, channels: int = 512, seed: int = 0) -> onnx.Mode
         for part, value in (("scale", 1.0), ("bias", 0.0), ("mean", 0.0), ("var", 1.0)):
             inits.append(numpy_helper.from_array(np.full(channels, value, np.float32), f"{part}{i}"))
         nodes.append(helper.make_node("Conv", [x, f"w{i}"], [f"c{i}"], pads=[1, 1, 1, 1], name=f"conv{i}"))
-        nodes.append(helper.make_node("BatchNormalization", [f"c{i}", f"scale{i}", f"bias{i}", f"mean{i}", f"var{i}"],
-                                      [f"b{i}"], name=f"bn{i}"))
+        nodes.append(
+            helper.make_node(
+                "BatchNormalization",
+                [f"c{i}", f"scale{i}", f"bias{i}", f"mean{i}", f"var{i}"],
+                [f"b{i}"],
+                name=f"bn{i}",
+            )
+        )
         nodes.append(helper.make_node("Relu", [f"b{i}"], [f"r{i}"], name=f"relu{i}"))
         x = f"r{i}"
     shape = [1, channels, 8, 8]
-    graph = helper.make_graph(nodes, "conv_bn", [helper.make_tensor_value_info("input", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, shape)], inits)
+    graph = helper.make_graph(
+        nodes,
+        "conv_bn",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, shape)],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model
@@ -158,8 +176,9 @@ def ensure_model(directory: Path, size_mb: int, variant: str) -> Path:
     else:
         model = build_model(size_mb)
     if variant == "external":
-        onnx.save(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
-                  location=path.name + ".data")
+        onnx.save(
+            model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location=path.name + ".data"
+        )
     else:
         onnx.save(model, str(path))
     return path
@@ -174,9 +193,11 @@ def model_bytes(path: Path) -> int:
 
 def peak_rss_of_cli(model: Path, output: Path, level: str) -> tuple[int, float]:
     """Peak resident bytes and seconds of ``rewriter optimize`` in a fresh process."""
-    child = ("import resource, subprocess, sys, time; start = time.perf_counter(); "
-             "proc = subprocess.run(sys.argv[1:]); "
-             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.perf_counter() - start, proc.returncode)")
+    child = (
+        "import resource, subprocess, sys, time; start = time.perf_counter(); "
+        "proc = subprocess.run(sys.argv[1:]); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.perf_counter() - start, proc.returncode)"
+    )
     command = [sys.executable, "-m", "rewriter", "optimize", str(model), "-o", str(output), "--level", level, "-q"]
     out = subprocess.run([sys.executable, "-c", child, *command], capture_output=True, text=True, check=True)
     kilobytes, seconds, code = out.stdout.split()
@@ -244,8 +265,10 @@ def main() -> None:
             continue
         size = model_bytes(path)
         peak, seconds = peak_rss_of_cli(path, output, args.level)
-        print(f"{variant:10s} model {size / 1e6:7.0f} MB   peak RSS {peak / 1e6:7.0f} MB   "
-              f"{peak / size:5.2f}x   {seconds:6.1f} s")
+        print(
+            f"{variant:10s} model {size / 1e6:7.0f} MB   peak RSS {peak / 1e6:7.0f} MB   "
+            f"{peak / size:5.2f}x   {seconds:6.1f} s"
+        )
 
 
 if __name__ == "__main__":

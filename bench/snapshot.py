@@ -24,6 +24,7 @@ run status, or output difference (beyond 1e-4, or 2e-2 for fp16 models) changed,
 1 when anything got worse: more nodes, a new rewriter error, a checker or run failure that
 was not there, or an output difference that went over the tolerance.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,6 +52,7 @@ def first_line(error: BaseException) -> str:
 
 # ---- taking a snapshot --------------------------------------------------------------------------
 
+
 def model_files(paths: list[Path], skip: list[str]) -> list[Path]:
     files = []
     for path in paths:
@@ -76,8 +78,12 @@ def dim_size(param: str) -> int:
             return DIM_SIZES.get(node.id, DEFAULT_DIM)
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
             left, right = value(node.left), value(node.right)
-            return {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right,
-                    ast.FloorDiv: left // right if right else DEFAULT_DIM}[type(node.op)]
+            return {
+                ast.Add: left + right,
+                ast.Sub: left - right,
+                ast.Mult: left * right,
+                ast.FloorDiv: left // right if right else DEFAULT_DIM,
+            }[type(node.op)]
         raise ValueError(param)
 
     try:
@@ -104,8 +110,9 @@ def model_dtype(model: onnx.ModelProto) -> str:
     """fp16 when any initializer or graph output is float16 (keep_io_types copies compute in
     fp16 behind fp32 inputs and outputs), else fp32."""
     fp16 = onnx.TensorProto.FLOAT16
-    if any(t.data_type == fp16 for t in model.graph.initializer) or \
-            any(vi.type.tensor_type.elem_type == fp16 for vi in model.graph.output):
+    if any(t.data_type == fp16 for t in model.graph.initializer) or any(
+        vi.type.tensor_type.elem_type == fp16 for vi in model.graph.output
+    ):
         return "fp16"
     return "fp32"
 
@@ -147,8 +154,13 @@ def snapshot_model(path: Path, levels: list[str]) -> dict:
     dtype = model_dtype(original)
     feeds = feeds_for(original)
     expected, original_runs = run(original, feeds)
-    entry.update(nodes=len(original.graph.node), dtype=dtype, tolerance=TOLERANCE[dtype],
-                 checker=check(original), runs=original_runs)
+    entry.update(
+        nodes=len(original.graph.node),
+        dtype=dtype,
+        tolerance=TOLERANCE[dtype],
+        checker=check(original),
+        runs=original_runs,
+    )
     for level in levels:
         row: dict = {}
         entry["levels"][level] = row
@@ -189,11 +201,16 @@ def rewriter_version() -> dict:
     source = Path(rewriter.__file__).resolve().parent.parent
     info = {"rewriter": str(source), "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__}
     try:
-        info["commit"] = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True,
-                                        text=True, check=True).stdout.strip()
-        info["dirty"] = bool(subprocess.run(["git", "-C", str(source), "status", "--porcelain", "--",
-                                             "rewriter", "rules", "grammar"],
-                                            capture_output=True, text=True).stdout.strip())
+        info["commit"] = subprocess.run(
+            ["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        info["dirty"] = bool(
+            subprocess.run(
+                ["git", "-C", str(source), "status", "--porcelain", "--", "rewriter", "rules", "grammar"],
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+        )
     except Exception:  # not a checkout (an installed wheel, an exported tree)
         pass
     return info
@@ -220,8 +237,10 @@ def problems(entry: dict, row: dict) -> list[str]:
 
 
 def take(paths: list[Path], levels: list[str], out: Path, skip: list[str]) -> int:
-    snapshot = {"meta": {**rewriter_version(), "levels": levels,
-                         "date": time.strftime("%Y-%m-%d %H:%M:%S")}, "models": {}}
+    snapshot = {
+        "meta": {**rewriter_version(), "levels": levels, "date": time.strftime("%Y-%m-%d %H:%M:%S")},
+        "models": {},
+    }
     files = model_files(paths, skip)
     print(f"{'model':48} {'level':8} {'nodes':>5} {'after':>5} {'checker':7} {'runs':4} {'max|diff|':>9}")
     for path in files:
@@ -239,9 +258,11 @@ def take(paths: list[Path], levels: list[str], out: Path, skip: list[str]) -> in
                 continue
             diff = "-" if row["max_abs_diff"] is None else f"{row['max_abs_diff']:.2e}"
             flags = problems(entry, row)
-            print(f"{key:48} {level:8} {entry['nodes']:5} {row['nodes_after']:5} "
-                  f"{'ok' if row['checker'] == 'ok' else 'FAIL':7} {'ok' if row['runs'] == 'ok' else 'FAIL':4} "
-                  f"{diff:>9}{'  <-- ' + '; '.join(flags) if flags else ''}")
+            print(
+                f"{key:48} {level:8} {entry['nodes']:5} {row['nodes_after']:5} "
+                f"{'ok' if row['checker'] == 'ok' else 'FAIL':7} {'ok' if row['runs'] == 'ok' else 'FAIL':4} "
+                f"{diff:>9}{'  <-- ' + '; '.join(flags) if flags else ''}"
+            )
         for note in notes:
             print(f"    {note}")
         out.write_text(json.dumps(snapshot, indent=1))  # as it goes: a long run can be read early
@@ -252,28 +273,41 @@ def take(paths: list[Path], levels: list[str], out: Path, skip: list[str]) -> in
 
 
 def summarize(snapshot: dict) -> None:
-    rows = [(key, level, entry, row) for key, entry in snapshot["models"].items()
-            for level, row in entry.get("levels", {}).items()]
+    rows = [
+        (key, level, entry, row)
+        for key, entry in snapshot["models"].items()
+        for level, row in entry.get("levels", {}).items()
+    ]
     print(f"\n{len(snapshot['models'])} models, {len(rows)} model/levels")
     groups = {
         "rewriter errors": [(k, lv, row["error"]) for k, lv, e, row in rows if "error" in row],
         "checker failures (original passes)": [
-            (k, lv, row["checker"]) for k, lv, e, row in rows
-            if "error" not in row and row["checker"] != "ok" and e["checker"] == "ok"],
+            (k, lv, row["checker"])
+            for k, lv, e, row in rows
+            if "error" not in row and row["checker"] != "ok" and e["checker"] == "ok"
+        ],
         "checker failures (original fails too)": [
-            (k, lv, row["checker"]) for k, lv, e, row in rows
-            if "error" not in row and row["checker"] != "ok" and e["checker"] != "ok"],
+            (k, lv, row["checker"])
+            for k, lv, e, row in rows
+            if "error" not in row and row["checker"] != "ok" and e["checker"] != "ok"
+        ],
         "run failures (original runs)": [
-            (k, lv, row["runs"]) for k, lv, e, row in rows
-            if "error" not in row and row["runs"] != "ok" and e["runs"] == "ok"],
+            (k, lv, row["runs"])
+            for k, lv, e, row in rows
+            if "error" not in row and row["runs"] != "ok" and e["runs"] == "ok"
+        ],
         "output mismatches / differences over tolerance": [
             (k, lv, "; ".join(p for p in problems(e, row) if p.startswith(("outputs", "max"))))
-            for k, lv, e, row in rows if "error" not in row and e["runs"] == "ok" and row["runs"] == "ok"
-            and (row.get("outputs") != "ok" or worse_than_tolerance(e, row))],
-        "originals that do not run": [(k, "-", e["runs"]) for k, e in snapshot["models"].items()
-                                      if e.get("runs", "ok") != "ok"],
-        "models that cannot be loaded": [(k, "-", e["error"]) for k, e in snapshot["models"].items()
-                                         if "error" in e],
+            for k, lv, e, row in rows
+            if "error" not in row
+            and e["runs"] == "ok"
+            and row["runs"] == "ok"
+            and (row.get("outputs") != "ok" or worse_than_tolerance(e, row))
+        ],
+        "originals that do not run": [
+            (k, "-", e["runs"]) for k, e in snapshot["models"].items() if e.get("runs", "ok") != "ok"
+        ],
+        "models that cannot be loaded": [(k, "-", e["error"]) for k, e in snapshot["models"].items() if "error" in e],
     }
     for title, items in groups.items():
         print(f"{title}: {len(items)}")
@@ -282,6 +316,7 @@ def summarize(snapshot: dict) -> None:
 
 
 # ---- diffing two snapshots -----------------------------------------------------------------------
+
 
 def status(value: str | None) -> str:
     return "ok" if value == "ok" else f"FAIL ({value})"
@@ -300,13 +335,19 @@ def compare_row(entry: dict, old: dict, new: dict) -> tuple[list[str], bool]:
         lines.append(f"nodes {old['nodes_after']} -> {new['nodes_after']}")
     if old["ops_after"] != new["ops_after"]:
         ops = sorted(set(old["ops_after"]) | set(new["ops_after"]))
-        changes = [f"{op} {old['ops_after'].get(op, 0)}->{new['ops_after'].get(op, 0)}" for op in ops
-                   if old["ops_after"].get(op, 0) != new["ops_after"].get(op, 0)]
+        changes = [
+            f"{op} {old['ops_after'].get(op, 0)}->{new['ops_after'].get(op, 0)}"
+            for op in ops
+            if old["ops_after"].get(op, 0) != new["ops_after"].get(op, 0)
+        ]
         lines.append("ops: " + ", ".join(changes))
         for what in ("rules", "builtins"):  # what made the histogram change
             before, after = old.get(what, {}), new.get(what, {})
-            changed = [f"{r} {before.get(r, 0)}->{after.get(r, 0)}" for r in sorted(set(before) | set(after))
-                       if before.get(r, 0) != after.get(r, 0)]
+            changed = [
+                f"{r} {before.get(r, 0)}->{after.get(r, 0)}"
+                for r in sorted(set(before) | set(after))
+                if before.get(r, 0) != after.get(r, 0)
+            ]
             if changed:
                 lines.append(f"{what}: " + ", ".join(changed))
     for what in ("checker", "runs", "outputs"):
@@ -317,8 +358,10 @@ def compare_row(entry: dict, old: dict, new: dict) -> tuple[list[str], bool]:
     was, now = old.get("max_abs_diff"), new.get("max_abs_diff")
     over_before, over_now = was is not None and was > tolerance, now is not None and now > tolerance
     if over_before != over_now or (over_now and was != now):
-        lines.append(f"max |diff| {was if was is None else f'{was:.3g}'} -> "
-                     f"{now if now is None else f'{now:.3g}'} (tolerance {tolerance:g})")
+        lines.append(
+            f"max |diff| {was if was is None else f'{was:.3g}'} -> "
+            f"{now if now is None else f'{now:.3g}'} (tolerance {tolerance:g})"
+        )
         worse |= over_now and (not over_before or now > was)
     return lines, worse
 
@@ -351,8 +394,9 @@ def diff(old_path: Path, new_path: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__
+    )
     parser.add_argument("models", nargs="*", type=Path, help="model files or directories of them")
     parser.add_argument("--levels", nargs="+", default=["basic", "extended", "all"])
     parser.add_argument("--out", type=Path, default=Path("snapshot.json"))

@@ -9,9 +9,11 @@ the level minus session creation with all optimizations off), and — when insta
 onnxscript's ``optimize_for_ort`` and onnxruntime.transformers' ``optimize_model`` (each
 in a worker process of its own, so their imports stay out of ours), all sampled in
 interleaved rounds.  Prints times (medians), ratios ours/peer, our peak Python
-memory (tracemalloc) and our per-phase split (medians of the same runs).  Install the optional peers with ``pip install onnxscript`` (transformers'
-optimizer ships with onnxruntime but needs ``sympy`` and ``packaging``).
+memory (tracemalloc) and our per-phase split (medians of the same runs).  Install the
+optional peers with ``pip install onnxscript`` (transformers' optimizer ships with onnxruntime
+but needs ``sympy`` and ``packaging``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,9 +36,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from synthetic import synthetic_model  # noqa: E402
 
-ORT_LEVELS = {"basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-              "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-              "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}
+ORT_LEVELS = {
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
 
 
 def seconds(fn) -> float:
@@ -48,6 +52,7 @@ def seconds(fn) -> float:
 def ort_runs(model_bytes: bytes, level: str):
     """(optimizing session, plain session) factories: ONNX Runtime's optimizer time is the
     difference of their creation times."""
+
     def session(opt_level):
         options = ort.SessionOptions()
         options.graph_optimization_level = opt_level
@@ -68,6 +73,7 @@ def onnxscript_run(path: Path):
     def run():
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
             optimize_for_ort(ir.serde.deserialize_model(model))
+
     return _working(run)
 
 
@@ -80,6 +86,7 @@ def transformers_run(path: Path):
     def run():
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
             optimize_model(str(path), model_type="bert", opt_level=0)
+
     return _working(run)
 
 
@@ -102,8 +109,12 @@ class PeerProcess:
 
     def __init__(self, peer: str, path: Path) -> None:
         self.name = peer
-        self.process = subprocess.Popen([sys.executable, __file__, "--worker", peer, str(path)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--worker", peer, str(path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         self.works = self.process.stdout.readline().strip() == "ready"
 
     def __call__(self) -> float:
@@ -142,8 +153,11 @@ def measure(name: str, model: onnx.ModelProto, level: str, repeat: int, peers: b
         result = rewriter.optimize(model, level=level)  # warm: rules parsed once per process
         ort_opt, ort_plain = ort_runs(model.SerializeToString(), level)
         # (ours includes assembling the optimized ModelProto, as ONNX Runtime's includes its graph)
-        contenders = {"ours": lambda: rewriter.optimize(model, level=level).model,
-                      "ort_opt": ort_opt, "ort_plain": ort_plain}
+        contenders = {
+            "ours": lambda: rewriter.optimize(model, level=level).model,
+            "ort_opt": ort_opt,
+            "ort_plain": ort_plain,
+        }
         workers = [PeerProcess(peer, path) for peer in PEERS] if peers else []
         for peer in workers:
             if peer.works:
@@ -173,11 +187,19 @@ def measure(name: str, model: onnx.ModelProto, level: str, repeat: int, peers: b
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         phases = {k: statistics.median(p[k] for p in phase_samples) for k in phase_samples[0]}
-        row = {"model": name, "nodes": len(model.graph.node), "after": result.report.nodes_after,
-               "ours": median["ours"], "load": load_s, "save": save_s, "peak_mb": peak / 2**20,
-               "phases": phases,
-               "ort": max(median["ort_opt"] - median["ort_plain"], 1e-6),
-               "onnxscript": median.get("onnxscript"), "transformers": median.get("transformers")}
+        row = {
+            "model": name,
+            "nodes": len(model.graph.node),
+            "after": result.report.nodes_after,
+            "ours": median["ours"],
+            "load": load_s,
+            "save": save_s,
+            "peak_mb": peak / 2**20,
+            "phases": phases,
+            "ort": max(median["ort_opt"] - median["ort_plain"], 1e-6),
+            "onnxscript": median.get("onnxscript"),
+            "transformers": median.get("transformers"),
+        }
     return row
 
 
@@ -188,8 +210,7 @@ def main() -> int:
     parser.add_argument("models", nargs="*", type=Path)
     parser.add_argument("--level", default="extended", choices=sorted(ORT_LEVELS))
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000],
-                        help="synthetic graph sizes (nodes)")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000], help="synthetic graph sizes (nodes)")
     parser.add_argument("--no-peers", action="store_true", help="skip the Python peers")
     args = parser.parse_args()
     paths = args.models or sorted((HERE.parent / "tests" / "models").glob("*.onnx"))
@@ -199,19 +220,24 @@ def main() -> int:
     def ratio(ours: float, peer: float | None) -> str:
         return "-" if peer is None else f"{ours / peer:.2f}"
 
-    header = (f"{'model':24} {'nodes':>6} {'after':>6} {'ours ms':>8} {'us/node':>8} {'ORT ms':>8} {'/ORT':>6} "
-              f"{'oscript ms':>10} {'/osc':>6} {'transf ms':>9} {'/tr':>6} {'peak MB':>8} {'load ms':>8} {'save ms':>8}")
+    header = (
+        f"{'model':24} {'nodes':>6} {'after':>6} {'ours ms':>8} {'us/node':>8} {'ORT ms':>8} {'/ORT':>6} "
+        f"{'oscript ms':>10} {'/osc':>6} {'transf ms':>9} {'/tr':>6} {'peak MB':>8} {'load ms':>8} {'save ms':>8}"
+    )
     print(header)
     rows = []
     for name, model in cases:
         row = measure(name, model, args.level, args.repeat, not args.no_peers)
         rows.append(row)
         fmt = lambda v: "-" if v is None else f"{v * 1000:.1f}"
-        print(f"{row['model']:24} {row['nodes']:6} {row['after']:6} {row['ours'] * 1000:8.1f} "
-              f"{row['ours'] / max(row['nodes'], 1) * 1e6:8.0f} {fmt(row['ort']):>8} {ratio(row['ours'], row['ort']):>6} "
-              f"{fmt(row['onnxscript']):>10} {ratio(row['ours'], row['onnxscript']):>6} "
-              f"{fmt(row['transformers']):>9} {ratio(row['ours'], row['transformers']):>6} "
-              f"{row['peak_mb']:8.1f} {row['load'] * 1000:8.1f} {row['save'] * 1000:8.1f}", flush=True)
+        print(
+            f"{row['model']:24} {row['nodes']:6} {row['after']:6} {row['ours'] * 1000:8.1f} "
+            f"{row['ours'] / max(row['nodes'], 1) * 1e6:8.0f} {fmt(row['ort']):>8} {ratio(row['ours'], row['ort']):>6} "
+            f"{fmt(row['onnxscript']):>10} {ratio(row['ours'], row['onnxscript']):>6} "
+            f"{fmt(row['transformers']):>9} {ratio(row['ours'], row['transformers']):>6} "
+            f"{row['peak_mb']:8.1f} {row['load'] * 1000:8.1f} {row['save'] * 1000:8.1f}",
+            flush=True,
+        )
     print("\nper-phase split of our time (ms):")
     for row in rows:
         phases = ", ".join(f"{k} {v * 1000:.1f}" for k, v in row["phases"].items())

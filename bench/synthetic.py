@@ -1,6 +1,7 @@
 """Synthetic transformer-like ONNX graphs of a chosen size (onnx.helper only, small hidden
 size), with the patterns real exports contain: decomposed LayerNorm over a residual, erf
 Gelu, MatMul + bias, attention-style MatMul / Div / Softmax, Identity and Dropout."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -48,8 +49,13 @@ def synthetic_model(target_nodes: int, seed: int = 0) -> onnx.ModelProto:
     x = "input"
     for i in range(max(1, target_nodes // NODES_PER_BLOCK)):
         x = _block(i, x, rng, nodes, inits)
-    graph = helper.make_graph(nodes, "synthetic", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 8, HIDDEN])],
-                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 8, HIDDEN])], inits)
+    graph = helper.make_graph(
+        nodes,
+        "synthetic",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 8, HIDDEN])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 8, HIDDEN])],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model

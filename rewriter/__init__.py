@@ -6,6 +6,7 @@
 
 Everything else (parser, graph view, matcher, rewriter) lives in subpackages.
 """
+
 from __future__ import annotations
 
 from .dsl import Pack, Rule, check_pack, load_pack, load_pack_text
@@ -18,7 +19,24 @@ from .verify import verify
 __version__ = "0.1.0"
 
 __all__ = [
-    "ArgumentError", "FixpointError", "GrowthError", "ModelError", "Pack", "Report", "Result", "RewriterError", "Rule",
-    "RuleError", "bundled_packs", "check_pack", "load_model", "load_pack", "load_pack_text",
-    "optimize", "parse_level", "register_predicate", "save_model", "verify",
+    "ArgumentError",
+    "FixpointError",
+    "GrowthError",
+    "ModelError",
+    "Pack",
+    "Report",
+    "Result",
+    "RewriterError",
+    "Rule",
+    "RuleError",
+    "bundled_packs",
+    "check_pack",
+    "load_model",
+    "load_pack",
+    "load_pack_text",
+    "optimize",
+    "parse_level",
+    "register_predicate",
+    "save_model",
+    "verify",
 ]

@@ -1,4 +1,5 @@
 """python -m rewriter"""
+
 from .cli import main
 
 main()

@@ -1,9 +1,10 @@
 """The ``rewriter`` command line.  Errors are rendered here, once: one line, exit code 2.
 
-    rewriter optimize IN.onnx -o OUT.onnx --level basic [--rules FILE ...]
-    rewriter check FILE.rules ...
-    rewriter rules [--level LEVEL]
+rewriter optimize IN.onnx -o OUT.onnx --level basic [--rules FILE ...]
+rewriter check FILE.rules ...
+rewriter rules [--level LEVEL]
 """
+
 from __future__ import annotations
 
 import sys
@@ -22,6 +23,7 @@ from .signals import Interrupted, interruptible
 
 EXIT_USAGE = 2
 MAX_MESSAGE = 2000  # characters of an error line (names in it come from the input)
+
 
 def _console(stderr: bool = False) -> Console:
     """Rich console; when output is not a terminal, wide enough not to truncate names."""
@@ -63,44 +65,102 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("model", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
-              help="Where to write the optimized model (written atomically).")
-@click.option("--level", default="basic", show_default=True,
-              help="basic, extended, layout, all, or 0-4: runs every pack up to it.")
-@click.option("--rules", "rule_files", multiple=True, type=click.Path(path_type=Path),
-              help="Extra .rules pack(s) to run with the bundled ones (repeatable).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Where to write the optimized model (written atomically).",
+)
+@click.option(
+    "--level",
+    default="basic",
+    show_default=True,
+    help="basic, extended, layout, all, or 0-4: runs every pack up to it.",
+)
+@click.option(
+    "--rules",
+    "rule_files",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Extra .rules pack(s) to run with the bundled ones (repeatable).",
+)
 @click.option("--no-bundled", is_flag=True, help="Run only the --rules packs.")
-@click.option("--providers", default="CPU", show_default=True,
-              help="Execution providers in priority order (CUDA,CPU or full names); CPU is "
-                   "appended when missing.  Used from level 2 (extended) on.")
-@click.option("--layer-assignment", default=None,
-              help="ONNX Runtime layering setting, e.g. \"gpu(encoder); cpu(=final_output)\".")
-@click.option("--annotation-boundaries", type=click.Choice(["root", "respect"]), default="root",
-              show_default=True,
-              help="respect: never fuse nodes with different layer_ann (root: the root's wins).")
-@click.option("--provider-kernels", multiple=True, type=click.Path(path_type=Path),
-              help="A .kernels file describing another provider's kernels (repeatable).")
-@click.option("--max-rewrites", type=click.IntRange(min=0), default=None,
-              help="Bound on rewrites per level before reporting a pack that never settles "
-                   "(0: any rewrite is reported).")
-@click.option("--external-data", type=click.Choice(["auto", "always", "never"]), default="auto",
-              show_default=True,
-              help="Write initializers to one data file beside the output: auto = when the "
-                   "input had external data or the model exceeds 2 GB.")
-@click.option("--external-data-file", default=None,
-              help="Name of that file, beside the output (default: OUTPUT_NAME.data); never "
-                   "an existing file this run did not write.")
-@click.option("--external-data-threshold", type=click.IntRange(min=0), default=1024,
-              show_default=True, help="Only tensors of at least this many bytes go there.")
-@click.option("--max-memory", default="auto", show_default=True,
-              help="Address-space ceiling of the run (e.g. 4G; none): past it the run stops "
-                   "with an error.  auto: 1 GiB plus a multiple of the inputs' size.")
+@click.option(
+    "--providers",
+    default="CPU",
+    show_default=True,
+    help="Execution providers in priority order (CUDA,CPU or full names); CPU is "
+    "appended when missing.  Used from level 2 (extended) on.",
+)
+@click.option(
+    "--layer-assignment", default=None, help='ONNX Runtime layering setting, e.g. "gpu(encoder); cpu(=final_output)".'
+)
+@click.option(
+    "--annotation-boundaries",
+    type=click.Choice(["root", "respect"]),
+    default="root",
+    show_default=True,
+    help="respect: never fuse nodes with different layer_ann (root: the root's wins).",
+)
+@click.option(
+    "--provider-kernels",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="A .kernels file describing another provider's kernels (repeatable).",
+)
+@click.option(
+    "--max-rewrites",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Bound on rewrites per level before reporting a pack that never settles (0: any rewrite is reported).",
+)
+@click.option(
+    "--external-data",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Write initializers to one data file beside the output: auto = when the "
+    "input had external data or the model exceeds 2 GB.",
+)
+@click.option(
+    "--external-data-file",
+    default=None,
+    help="Name of that file, beside the output (default: OUTPUT_NAME.data); never "
+    "an existing file this run did not write.",
+)
+@click.option(
+    "--external-data-threshold",
+    type=click.IntRange(min=0),
+    default=1024,
+    show_default=True,
+    help="Only tensors of at least this many bytes go there.",
+)
+@click.option(
+    "--max-memory",
+    default="auto",
+    show_default=True,
+    help="Address-space ceiling of the run (e.g. 4G; none): past it the run stops "
+    "with an error.  auto: 1 GiB plus a multiple of the inputs' size.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-def optimize(model: Path, output: Path, level: str, rule_files: tuple[Path, ...],
-             no_bundled: bool, providers: str, layer_assignment: str | None,
-             annotation_boundaries: str, provider_kernels: tuple[Path, ...],
-             max_rewrites: int | None, external_data: str, external_data_file: str | None,
-             external_data_threshold: int, max_memory: str, quiet: bool) -> None:
+def optimize(
+    model: Path,
+    output: Path,
+    level: str,
+    rule_files: tuple[Path, ...],
+    no_bundled: bool,
+    providers: str,
+    layer_assignment: str | None,
+    annotation_boundaries: str,
+    provider_kernels: tuple[Path, ...],
+    max_rewrites: int | None,
+    external_data: str,
+    external_data_file: str | None,
+    external_data_threshold: int,
+    max_memory: str,
+    quiet: bool,
+) -> None:
     """Optimize MODEL with the rule packs up to --level and write it to -o."""
     from .graph.model_io import check_output, read_model, save_model
     from .graph.output_file import file_status
@@ -120,23 +180,34 @@ def optimize(model: Path, output: Path, level: str, rule_files: tuple[Path, ...]
         protected = loaded.protected() + inputs
         check_output(output, external_data, external_data_file, protected)
         try:
-            result = run_optimize(loaded.model, level=level, rules=list(rule_files),
-                                  bundled=not no_bundled, max_rewrites=max_rewrites,
-                                  providers=providers, layer_assignment=layer_assignment,
-                                  annotation_boundaries=annotation_boundaries,
-                                  provider_kernels=list(provider_kernels))
+            result = run_optimize(
+                loaded.model,
+                level=level,
+                rules=list(rule_files),
+                bundled=not no_bundled,
+                max_rewrites=max_rewrites,
+                providers=providers,
+                layer_assignment=layer_assignment,
+                annotation_boundaries=annotation_boundaries,
+                provider_kernels=list(provider_kernels),
+            )
         except ModelError as error:
             raise ModelError(f"{model}: {error}") from None
         start = time.perf_counter()
-        save_model(result, output, external_data=external_data, location=external_data_file,
-                   size_threshold=external_data_threshold, source_used_external=loaded.had_external,
-                   protect=protected)
+        save_model(
+            result,
+            output,
+            external_data=external_data,
+            location=external_data_file,
+            size_threshold=external_data_threshold,
+            source_used_external=loaded.had_external,
+            protect=protected,
+        )
         result.report.seconds["write"] = time.perf_counter() - start
     except RewriterError as error:
         _fail(error)
     except MemoryError:
-        _fail(f"out of memory: the run needed more than {ceiling.describe()} "
-              f"(raise it with --max-memory)")
+        _fail(f"out of memory: the run needed more than {ceiling.describe()} (raise it with --max-memory)")
     if not quiet:
         _print_report(result.report, model, output)
         if result.report.partition is not None:
@@ -164,8 +235,9 @@ def _print_partition(report) -> None:
     table.add_column("nodes at partition", justify="right")
     table.add_column("nodes after", justify="right")
     for provider in part.providers:
-        table.add_row(short_name(provider), str(part.counts.get(provider, 0)),
-                      str(report.providers_after.get(provider, 0)))
+        table.add_row(
+            short_name(provider), str(part.counts.get(provider, 0)), str(report.providers_after.get(provider, 0))
+        )
     out.print(table)
     if part.decisions:
         rules = Table(title="layer assignment", title_justify="left")
@@ -174,8 +246,12 @@ def _print_partition(report) -> None:
         rules.add_column("placed", justify="right")
         rules.add_column("fell back", justify="right")
         for decision in part.decisions:
-            rules.add_row(decision.rule, short_name(decision.provider) if decision.provider else "-",
-                          str(decision.placed), str(decision.fell_back))
+            rules.add_row(
+                decision.rule,
+                short_name(decision.provider) if decision.provider else "-",
+                str(decision.placed),
+                str(decision.fell_back),
+            )
         out.print(rules)
     for warning in part.warnings:
         err.print(f"warning: {warning}", markup=False, soft_wrap=True)
@@ -198,8 +274,10 @@ def _print_report(report, model: Path, output: Path) -> None:
     else:
         out.print("no rule applied")
     phases = ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in report.seconds.items())
-    out.print(f"nodes: {report.nodes_before} -> {report.nodes_after}   "
-              f"time: {report.total_seconds * 1000:.1f} ms ({phases})", soft_wrap=True)
+    out.print(
+        f"nodes: {report.nodes_before} -> {report.nodes_after}   time: {report.total_seconds * 1000:.1f} ms ({phases})",
+        soft_wrap=True,
+    )
 
 
 @cli.command()
@@ -226,8 +304,7 @@ def check(files: tuple[Path, ...]) -> None:
                 _say_error(error)
             failed = True
         else:
-            out.print(f"{path}: ok, pack '{pack.name}' level {pack.level}, "
-                      f"{len(pack.rules)} rules", markup=False)
+            out.print(f"{path}: ok, pack '{pack.name}' level {pack.level}, {len(pack.rules)} rules", markup=False)
     if failed:
         sys.exit(EXIT_USAGE)
 
@@ -244,18 +321,44 @@ def _say_error(error: RuleError) -> None:
 @cli.command()
 @click.argument("packs", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--rule", "rules", multiple=True, help="Verify only this rule (repeatable).")
-@click.option("--examples", type=click.IntRange(min=1), default=None,
-              help="Rewritten instances to compare per rule (default 50; draws the rule does not rewrite do not count).")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed of the campaign: the same seed gives the same counterexamples.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-              help="Rules verified in parallel processes (default: every core).")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=Path("verify-out"),
-              show_default=True,
-              help="Where counterexamples are written (OUT/PACK/RULE/).")
+@click.option(
+    "--examples",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Rewritten instances to compare per rule (default 50; draws the rule does not rewrite do not count).",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the campaign: the same seed gives the same counterexamples.",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Rules verified in parallel processes (default: every core).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    default=Path("verify-out"),
+    show_default=True,
+    help="Where counterexamples are written (OUT/PACK/RULE/).",
+)
 @click.option("--strict", is_flag=True, help="Also fail (exit 1) when a rule never applied.")
-def verify(packs: tuple[Path, ...], rules: tuple[str, ...], examples: int | None, seed: int,
-           jobs: int | None, out_dir: Path, strict: bool) -> None:
+def verify(
+    packs: tuple[Path, ...],
+    rules: tuple[str, ...],
+    examples: int | None,
+    seed: int,
+    jobs: int | None,
+    out_dir: Path,
+    strict: bool,
+) -> None:
     """Fuzz every rule of PACKS (files or directories; default: the bundled packs): draw
     instances of each pattern, rewrite them with the engine, and compare both models in
     onnxruntime.  A failure is shrunk and saved; exit 1."""
@@ -266,15 +369,21 @@ def verify(packs: tuple[Path, ...], rules: tuple[str, ...], examples: int | None
     from .verify.campaign import collect_packs
 
     if out_dir.exists() and not out_dir.is_dir():
-        _fail(f"{out_dir}: exists and is not a directory (--out names the directory "
-              f"counterexamples are written to)")
+        _fail(f"{out_dir}: exists and is not a directory (--out names the directory counterexamples are written to)")
     try:
         chosen = collect_packs(list(packs) or None)
     except RewriterError as error:
         _fail(error)
     total = sum(1 for p, _ in chosen for r in p.rules if not rules or r.name in rules)
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                        TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
     with progress:
         task = progress.add_task("verifying", total=total)
 
@@ -282,32 +391,62 @@ def verify(packs: tuple[Path, ...], rules: tuple[str, ...], examples: int | None
             progress.update(task, advance=1, description=f"{verdict.rule}: {verdict.verdict}")
 
         try:
-            report = run_verify(packs=[p for p, _ in chosen], rule=list(rules) or None,
-                                examples=examples or DEFAULT_EXAMPLES, seed=seed, out=out_dir,
-                                on_rule=advance, jobs=jobs)
+            report = run_verify(
+                packs=[p for p, _ in chosen],
+                rule=list(rules) or None,
+                examples=examples or DEFAULT_EXAMPLES,
+                seed=seed,
+                out=out_dir,
+                on_rule=advance,
+                jobs=jobs,
+            )
         except RewriterError as error:
             _fail(error)
         except OSError as error:  # the counterexample directory cannot be written
             _fail(f"{out_dir}: cannot write counterexamples: {error.strerror or error}")
     table = Table(title="verification", title_justify="left")
-    for column, justify in (("rule", "left"), ("draws", "right"), ("applied", "right"),
-                            ("near misses refused", "right"), ("max abs error", "right"),
-                            ("max rel error", "right"), ("seconds", "right"), ("verdict", "left")):
+    for column, justify in (
+        ("rule", "left"),
+        ("draws", "right"),
+        ("applied", "right"),
+        ("near misses refused", "right"),
+        ("max abs error", "right"),
+        ("max rel error", "right"),
+        ("seconds", "right"),
+        ("verdict", "left"),
+    ):
         table.add_column(column, justify=justify, no_wrap=column == "rule")
     for v in report.verdicts:
         style = {"ok": "green", "FAIL": "bold red", "unverified": "yellow"}[v.verdict]
-        table.add_row(f"{v.pack}.{v.rule}", str(v.draws), str(v.applied),
-                      f"{v.near_misses_refused}/{v.near_misses}", f"{v.max_abs:.2g}", f"{v.max_rel:.2g}",
-                      f"{v.seconds:.1f}", f"[{style}]{v.verdict}[/{style}]")
+        table.add_row(
+            f"{v.pack}.{v.rule}",
+            str(v.draws),
+            str(v.applied),
+            f"{v.near_misses_refused}/{v.near_misses}",
+            f"{v.max_abs:.2g}",
+            f"{v.max_rel:.2g}",
+            f"{v.seconds:.1f}",
+            f"[{style}]{v.verdict}[/{style}]",
+        )
     out.print(table)
-    out.print(f"{len(report.verdicts)} rules in {report.seconds:.1f} s: {len(report.failed)} failed, "
-              f"{len(report.unverified)} unverified", markup=False)
+    out.print(
+        f"{len(report.verdicts)} rules in {report.seconds:.1f} s: {len(report.failed)} failed, "
+        f"{len(report.unverified)} unverified",
+        markup=False,
+    )
     for v in report.verdicts:
         if v.verdict == "FAIL":
-            where = f"\n  counterexample: {v.artifacts}/ (before.onnx, after.onnx, inputs.npz, report.txt)" \
-                if v.artifacts else ""
-            err.print(f"FAIL {v.pack}.{v.rule}: {v.message} (max abs error {v.max_abs:.3g}, max rel "
-                      f"error {v.max_rel:.3g}){where}", markup=False, soft_wrap=True)
+            where = (
+                f"\n  counterexample: {v.artifacts}/ (before.onnx, after.onnx, inputs.npz, report.txt)"
+                if v.artifacts
+                else ""
+            )
+            err.print(
+                f"FAIL {v.pack}.{v.rule}: {v.message} (max abs error {v.max_abs:.3g}, max rel "
+                f"error {v.max_rel:.3g}){where}",
+                markup=False,
+                soft_wrap=True,
+            )
         elif v.verdict == "unverified":
             err.print(f"unverified {v.pack}.{v.rule}: {v.message}", markup=False, soft_wrap=True)
     if report.failed or (strict and report.unverified):
@@ -326,8 +465,7 @@ def list_rules(level: str) -> None:
     except RewriterError as error:
         _fail(error)
     for pack in packs:
-        out.print(f"[bold]{pack.name}[/bold] (level {pack.level}, {LEVEL_LABELS[pack.level]})"
-                  f"  {pack.file}")
+        out.print(f"[bold]{pack.name}[/bold] (level {pack.level}, {LEVEL_LABELS[pack.level]})  {pack.file}")
         for builtin in pack.builtins:
             out.print(f"  builtin {builtin}")
         for rule in pack.rules:
@@ -361,8 +499,7 @@ def main() -> None:
             _fail("cannot print: the output stream was closed")
         except Exception as error:  # an engine bug: say so briefly; details on demand
             _say(f"internal error: {error.__class__.__name__}: {error}")
-            _say("please report this with the model and rules that caused it; set "
-                 "REWRITER_DEBUG=1 for a traceback")
+            _say("please report this with the model and rules that caused it; set REWRITER_DEBUG=1 for a traceback")
             if _debug():
                 traceback.print_exc()
             sys.exit(1)
@@ -371,6 +508,7 @@ def main() -> None:
 
 def _debug() -> bool:
     import os
+
     return bool(os.environ.get("REWRITER_DEBUG"))
 
 

@@ -3,6 +3,7 @@
 They are raised deep inside the engine and rendered once, at the edge (the command line
 prints ``file:line:col: message`` and exits 2).  Internal bugs stay ordinary exceptions.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,7 @@ class Position:
 class RuleError(RewriterError):
     """A rules file that does not parse or does not type-check."""
 
-    def __init__(self, message: str, file: str = "<rules>", line: int = 0, column: int = 0,
-                 snippet: str = "") -> None:
+    def __init__(self, message: str, file: str = "<rules>", line: int = 0, column: int = 0, snippet: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.file = file
@@ -64,10 +64,10 @@ class FixpointError(RewriterError):
     """A pack kept rewriting past its bound: some rules undo each other or grow the graph."""
 
     def __init__(self, pack: str, bound: int, rule_counts: dict[str, int]) -> None:
-        busiest = ", ".join(f"{name} ({count}x)" for name, count in
-                            sorted(rule_counts.items(), key=lambda kv: -kv[1]))
-        super().__init__(f"pack '{pack}' did not reach a fixpoint after {bound} rewrites; "
-                         f"rules still firing: {busiest}")
+        busiest = ", ".join(f"{name} ({count}x)" for name, count in sorted(rule_counts.items(), key=lambda kv: -kv[1]))
+        super().__init__(
+            f"pack '{pack}' did not reach a fixpoint after {bound} rewrites; rules still firing: {busiest}"
+        )
         self.pack = pack
         self.bound = bound
         self.rule_counts = dict(rule_counts)
@@ -81,10 +81,13 @@ class GrowthError(FixpointError):
     stopped before memory runs out, naming the rules that kept firing."""
 
     def __init__(self, pack: str, what: str, rule_counts: dict[str, int]) -> None:
-        busiest = ", ".join(f"{name} ({count}x)" for name, count in
-                            sorted(rule_counts.items(), key=lambda kv: -kv[1])) or "none (built-ins)"
-        RewriterError.__init__(self, f"pack '{pack}' grew the graph past its bound ({what}); "
-                                     f"rules still firing: {busiest}")
+        busiest = (
+            ", ".join(f"{name} ({count}x)" for name, count in sorted(rule_counts.items(), key=lambda kv: -kv[1]))
+            or "none (built-ins)"
+        )
+        RewriterError.__init__(
+            self, f"pack '{pack}' grew the graph past its bound ({what}); rules still firing: {busiest}"
+        )
         self.pack = pack
         self.what = what
         self.rule_counts = dict(rule_counts)

@@ -11,6 +11,7 @@ The default ceiling is a fixed base plus a multiple of what the run was given (m
 files, rules files), raised once the model is loaded by an allowance per node; ``--max-memory``
 sets it instead.  Only the command line sets it: the library never changes process limits.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,10 +21,10 @@ try:
 except ImportError:  # pragma: no cover - not on this platform: no ceiling
     resource = None
 
-BASE = 1 << 30          # bytes: the interpreter, onnx, onnxruntime, the bundled packs (~270 MB)
-PER_INPUT_BYTE = 6      # loaded model + optimized one + the copy one tensor at a time...
-PER_NODE = 16 << 10     # a node's view entries, NetworkX dicts, proto copy (~3 KB measured)
-PER_RULES_BYTE = 1024   # parse tree and rule objects of a rules file
+BASE = 1 << 30  # bytes: the interpreter, onnx, onnxruntime, the bundled packs (~270 MB)
+PER_INPUT_BYTE = 6  # loaded model + optimized one + the copy one tensor at a time...
+PER_NODE = 16 << 10  # a node's view entries, NetworkX dicts, proto copy (~3 KB measured)
+PER_RULES_BYTE = 1024  # parse tree and rule objects of a rules file
 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -99,8 +100,10 @@ class MemoryCeiling:
         if fixed is not None:
             mapped = mapped_now()
             if mapped is not None and fixed < mapped + STARTUP_HEADROOM:
-                raise TooLittle(f"{describe(fixed)} is below what the program needs before reading "
-                                f"anything (about {describe(mapped + STARTUP_HEADROOM)})")
+                raise TooLittle(
+                    f"{describe(fixed)} is below what the program needs before reading "
+                    f"anything (about {describe(mapped + STARTUP_HEADROOM)})"
+                )
             self._set(fixed)
 
     def allow(self, input_bytes: int = 0, nodes: int = 0, rules_bytes: int = 0) -> None:

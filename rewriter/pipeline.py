@@ -10,6 +10,7 @@ Levels 0-1 see layering annotations (new nodes inherit the root's); partitioning
 every node an execution provider and clears the annotations; levels 2+ only fuse nodes of
 one provider that the rule names (new nodes inherit the root's provider).
 """
+
 from __future__ import annotations
 
 import gc
@@ -80,7 +81,7 @@ class Report:
     ops_before: dict[str, int] = field(default_factory=dict)
     ops_after: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)  # phase -> seconds
-    partition: PartitionReport | None = None                 # when level >= 2
+    partition: PartitionReport | None = None  # when level >= 2
     providers_after: dict[str, int] = field(default_factory=dict)  # provider -> final nodes
 
     @property
@@ -124,8 +125,9 @@ def _as_model(model_or_path: ModelProto | str | os.PathLike) -> ModelProto:
     return load_model(model_or_path)
 
 
-def _check_arguments(rules, bundled, max_rewrites, providers, layer_assignment,
-                     annotation_boundaries, provider_kernels) -> None:
+def _check_arguments(
+    rules, bundled, max_rewrites, providers, layer_assignment, annotation_boundaries, provider_kernels
+) -> None:
     """Arguments of the wrong kind are the library's own error (an ``ArgumentError``, also
     a ``TypeError``), said before any work; a bare string where a list of files is expected
     would otherwise be read one character at a time."""
@@ -151,8 +153,7 @@ def _check_arguments(rules, bundled, max_rewrites, providers, layer_assignment,
         expect(item, (str, os.PathLike), "each of provider_kernels")
 
 
-def _select_packs(level: int, rules: Iterable[str | os.PathLike | Pack] | None,
-                  use_bundled: bool) -> list[Pack]:
+def _select_packs(level: int, rules: Iterable[str | os.PathLike | Pack] | None, use_bundled: bool) -> list[Pack]:
     packs = bundled_packs() if use_bundled else []
     for item in rules or ():
         packs.append(item if isinstance(item, Pack) else load_pack(Path(item)))
@@ -162,12 +163,17 @@ def _select_packs(level: int, rules: Iterable[str | os.PathLike | Pack] | None,
 ANNOTATION_BOUNDARIES = ("root", "respect")
 
 
-def optimize(model_or_path: ModelProto | str | os.PathLike, level: str | int = "basic",
-             rules: Sequence[str | os.PathLike | Pack] | None = None,
-             bundled: bool = True, max_rewrites: int | None = None,
-             providers: Sequence[str] | str | None = None, layer_assignment: str | None = None,
-             annotation_boundaries: str = "root",
-             provider_kernels: Sequence[str | os.PathLike] = ()) -> Result:
+def optimize(
+    model_or_path: ModelProto | str | os.PathLike,
+    level: str | int = "basic",
+    rules: Sequence[str | os.PathLike | Pack] | None = None,
+    bundled: bool = True,
+    max_rewrites: int | None = None,
+    providers: Sequence[str] | str | None = None,
+    layer_assignment: str | None = None,
+    annotation_boundaries: str = "root",
+    provider_kernels: Sequence[str | os.PathLike] = (),
+) -> Result:
     """Optimize a model with the rule packs up to ``level``.
 
     ``rules`` adds pack files (or parsed packs) to the bundled ones (``bundled=False`` uses
@@ -179,23 +185,41 @@ def optimize(model_or_path: ModelProto | str | os.PathLike, level: str | int = "
     ``provider_kernels`` adds kernel tables for providers (``.kernels`` files).
     The input model is not modified; the result holds a new ``ModelProto`` and a ``Report``.
     """
-    _check_arguments(rules, bundled, max_rewrites, providers, layer_assignment,
-                     annotation_boundaries, provider_kernels)
+    _check_arguments(rules, bundled, max_rewrites, providers, layer_assignment, annotation_boundaries, provider_kernels)
     collecting = gc.isenabled()
     gc.disable()  # many small short-lived objects, few cycles: with collections on, a 10k-node
-    try:          # graph took 2.0-2.2 s instead of 1.6-1.8 s (bench/synthetic.py, extended)
-        return _optimize(model_or_path, level, rules, bundled, max_rewrites, providers,
-                         layer_assignment, annotation_boundaries, provider_kernels)
+    try:  # graph took 2.0-2.2 s instead of 1.6-1.8 s (bench/synthetic.py, extended)
+        return _optimize(
+            model_or_path,
+            level,
+            rules,
+            bundled,
+            max_rewrites,
+            providers,
+            layer_assignment,
+            annotation_boundaries,
+            provider_kernels,
+        )
     finally:
         if collecting:
             gc.enable()
 
 
-def _optimize(model_or_path, level, rules, bundled, max_rewrites, providers, layer_assignment,
-              annotation_boundaries, provider_kernels) -> Result:
+def _optimize(
+    model_or_path,
+    level,
+    rules,
+    bundled,
+    max_rewrites,
+    providers,
+    layer_assignment,
+    annotation_boundaries,
+    provider_kernels,
+) -> Result:
     if annotation_boundaries not in ANNOTATION_BOUNDARIES:
-        raise RewriterError(f"annotation boundaries must be one of {', '.join(ANNOTATION_BOUNDARIES)}, "
-                            f"not '{annotation_boundaries}'")
+        raise RewriterError(
+            f"annotation boundaries must be one of {', '.join(ANNOTATION_BOUNDARIES)}, not '{annotation_boundaries}'"
+        )
     timings: dict[str, float] = {}
     start = time.perf_counter()
     level_number = parse_level(level)
@@ -214,15 +238,32 @@ def _optimize(model_or_path, level, rules, bundled, max_rewrites, providers, lay
     timings["build view"] = time.perf_counter() - start
     start_run(state.view.initializer_bytes)  # what the rules' expressions may make (expr/budget.py)
     try:
-        return _run_levels(state, source, packs, level_number, provider_order, layer_assignment,
-                           annotation_boundaries, max_rewrites, timings)
+        return _run_levels(
+            state,
+            source,
+            packs,
+            level_number,
+            provider_order,
+            layer_assignment,
+            annotation_boundaries,
+            max_rewrites,
+            timings,
+        )
     finally:
         end_run()
 
 
-def _run_levels(state: ModelState, source: ModelProto, packs: list[Pack], level_number: int,
-                provider_order: list[str], layer_assignment: str | None, annotation_boundaries: str,
-                max_rewrites: int | None, timings: dict[str, float]) -> Result:
+def _run_levels(
+    state: ModelState,
+    source: ModelProto,
+    packs: list[Pack],
+    level_number: int,
+    provider_order: list[str],
+    layer_assignment: str | None,
+    annotation_boundaries: str,
+    max_rewrites: int | None,
+    timings: dict[str, float],
+) -> Result:
     """Each level in order (partitioning between 1 and 2), then the report."""
     report = Report(nodes_before=len(source.graph.node), ops_before=op_histogram(source))
     if state.removed_on_load:  # the folding built-in's first round, done while loading
@@ -249,13 +290,21 @@ def _run_levels(state: ModelState, source: ModelProto, packs: list[Pack], level_
     return Result(state, report)
 
 
-def _run_level(state, packs: list[Pack], lvl: int, placement: Placement,
-               max_rewrites: int | None, report: Report, timings: dict[str, float],
-               counts: dict[str, RuleCount] | None = None) -> None:
+def _run_level(
+    state,
+    packs: list[Pack],
+    lvl: int,
+    placement: Placement,
+    max_rewrites: int | None,
+    report: Report,
+    timings: dict[str, float],
+    counts: dict[str, RuleCount] | None = None,
+) -> None:
     """Run one level on a graph, then on each of its subgraphs (recursively)."""
     level_packs = [p for p in packs if p.level == lvl]
-    runner = LevelRunner(state, level_packs, name=", ".join(p.name for p in level_packs),
-                         max_rewrites=max_rewrites, placement=placement)
+    runner = LevelRunner(
+        state, level_packs, name=", ".join(p.name for p in level_packs), max_rewrites=max_rewrites, placement=placement
+    )
     stats = runner.run()
     timings["match"] = timings.get("match", 0.0) + stats.match_seconds
     timings["rewrite"] = timings.get("rewrite", 0.0) + stats.rewrite_seconds
@@ -276,8 +325,14 @@ def _run_level(state, packs: list[Pack], lvl: int, placement: Placement,
         sub.write_back()
 
 
-def _optimize_functions(state: ModelState, packs: list[Pack], placement: Placement,
-                        max_rewrites: int | None, report: Report, timings: dict[str, float]) -> None:
+def _optimize_functions(
+    state: ModelState,
+    packs: list[Pack],
+    placement: Placement,
+    max_rewrites: int | None,
+    report: Report,
+    timings: dict[str, float],
+) -> None:
     """Model-local function bodies get the levels that run before partitioning (ONNX
     Runtime inlines functions before it partitions; later levels see only the main graph)."""
     counts = {row.rule: row for row in report.rules}
@@ -288,8 +343,7 @@ def _optimize_functions(state: ModelState, packs: list[Pack], placement: Placeme
         fstate.write_back()
 
 
-def _partition_subgraphs(state, providers: list[str], layer_assignment: str | None,
-                         part: PartitionReport) -> None:
+def _partition_subgraphs(state, providers: list[str], layer_assignment: str | None, part: PartitionReport) -> None:
     """Subgraph nodes are placed by the same rules (ONNX Runtime partitions them too)."""
     for sub in list(state.subgraph_states()):
         inner = partition(sub, providers, layer_assignment)

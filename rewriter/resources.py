@@ -3,6 +3,7 @@
 A wheel carries ``grammar/`` and ``rules/`` inside the package (see pyproject.toml); a source
 checkout keeps them at the repository's top level.  Everything else asks this module.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache

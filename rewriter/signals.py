@@ -8,6 +8,7 @@ instead, and SIGXFSZ is ignored, so that a write past the file size limit fails 
 error rather than killing the process.  ``deferred()`` holds them over a step that must not
 be cut in two (renaming a model and its data file into place) and raises when it ends.
 """
+
 from __future__ import annotations
 
 import signal
@@ -15,9 +16,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_TERMINATING = tuple(getattr(signal, name) for name in (
-    "SIGINT", "SIGTERM", "SIGHUP", "SIGALRM", "SIGUSR1", "SIGUSR2", "SIGXCPU", "SIGVTALRM",
-    "SIGPROF") if hasattr(signal, name))
+_TERMINATING = tuple(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGALRM", "SIGUSR1", "SIGUSR2", "SIGXCPU", "SIGVTALRM", "SIGPROF")
+    if hasattr(signal, name)
+)
 _IGNORED = tuple(getattr(signal, name) for name in ("SIGXFSZ",) if hasattr(signal, name))
 
 

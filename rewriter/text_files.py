@@ -6,6 +6,7 @@ about 10 s and 400 MB per MB of rules (a 50 MB file ran for minutes at 6 GB), so
 past a size that no hand-written pack comes near (the bundled ones total 46 KB) is refused
 before it is read.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,6 +1,7 @@
 """Every test runs the engine with its fixpoint self-check on: after each level a full
 sweep confirms that no rule still applies and no built-in still finds work, so a missed
 revisit fails whichever test happens to exercise it."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Building small models with onnx.helper and running them in onnxruntime."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -25,8 +26,7 @@ def init(name: str, value) -> TensorProto:
 
 
 def model(nodes, inputs, outputs, initializers=(), opset: int = 17, domains=(), value_info=()):
-    graph = helper.make_graph(nodes, "test", inputs, outputs, list(initializers),
-                              value_info=list(value_info))
+    graph = helper.make_graph(nodes, "test", inputs, outputs, list(initializers), value_info=list(value_info))
     opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, 1) for d in domains]
     m = helper.make_model(graph, opset_imports=opsets)
     m.ir_version = IR_VERSION
@@ -45,8 +45,7 @@ def run(m: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     return list(run_model(m, feeds).values())
 
 
-def assert_same_outputs(before: onnx.ModelProto, after: onnx.ModelProto, atol: float = 1e-5,
-                        seeds=(0, 1)) -> None:
+def assert_same_outputs(before: onnx.ModelProto, after: onnx.ModelProto, atol: float = 1e-5, seeds=(0, 1)) -> None:
     """Both models run in onnxruntime and agree on random inputs; `after` passes the checker."""
     onnx.checker.check_model(after, full_check=True)
     assert [o.name for o in before.graph.output] == [o.name for o in after.graph.output]
@@ -76,8 +75,9 @@ def only(pack_name: str, rule: str) -> rewriter.Pack:
     return dataclasses.replace(pack, rules=(kept,), builtins=())
 
 
-def check_rule(before: onnx.ModelProto, pack_name: str, rule: str, expect: bool, level: str,
-               atol: float = 1e-5, **options) -> onnx.ModelProto:
+def check_rule(
+    before: onnx.ModelProto, pack_name: str, rule: str, expect: bool, level: str, atol: float = 1e-5, **options
+) -> onnx.ModelProto:
     """The rule alone applies (or not) and keeps the numbers; so does the whole pipeline."""
     alone = rewriter.optimize(before, level=level, rules=[only(pack_name, rule)], bundled=False, **options)
     assert alone.report.applied(rule) == (1 if expect else 0), alone.report.rules

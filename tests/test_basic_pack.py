@@ -1,6 +1,7 @@
 """The bundled basic pack, rule by rule: where each must apply and where it must not.
 
 Every positive case is also run in onnxruntime before and after, on random inputs."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,8 +28,13 @@ def check(before: onnx.ModelProto, rule: str, expect: bool, atol: float = 1e-5):
 
 
 def unary(op_nodes, x_shape=(2, 3), y_shape=None, inits=(), opset=17, dtype=F, inputs=None):
-    return model(op_nodes, inputs or [tensor("x", dtype, list(x_shape))],
-                 [tensor("y", dtype, list(y_shape or x_shape))], inits, opset=opset)
+    return model(
+        op_nodes,
+        inputs or [tensor("x", dtype, list(x_shape))],
+        [tensor("y", dtype, list(y_shape or x_shape))],
+        inits,
+        opset=opset,
+    )
 
 
 def tail(op_node):
@@ -38,33 +44,44 @@ def tail(op_node):
 
 # ---------------------------------------------------------------------- eliminations
 
+
 def test_identity_elimination():
     after = check(unary(tail(helper.make_node("Identity", ["x"], ["t"]))), "IdentityElimination", True)
     assert ops(after) == {"Neg": 1}
 
 
 def test_dropout_elimination_in_inference():
-    after = check(unary(tail(helper.make_node("Dropout", ["x", "ratio"], ["t"])),
-                        inits=[init("ratio", np.float32(0.3))]), "DropoutElimination", True)
+    after = check(
+        unary(tail(helper.make_node("Dropout", ["x", "ratio"], ["t"])), inits=[init("ratio", np.float32(0.3))]),
+        "DropoutElimination",
+        True,
+    )
     assert ops(after) == {"Neg": 1}
 
 
 def test_dropout_kept_in_training_mode():
-    m = unary(tail(helper.make_node("Dropout", ["x", "ratio", "training"], ["t"])),
-              inits=[init("ratio", np.float32(0.0)), init("training", np.bool_(True))])
+    m = unary(
+        tail(helper.make_node("Dropout", ["x", "ratio", "training"], ["t"])),
+        inits=[init("ratio", np.float32(0.0)), init("training", np.bool_(True))],
+    )
     assert applied(optimize_basic(m), "DropoutElimination") == 0
 
 
 def test_dropout_kept_when_its_mask_is_used():
-    m = model([helper.make_node("Dropout", ["x"], ["t", "mask"]), helper.make_node("Neg", ["t"], ["y"])],
-              [tensor("x", F, [2, 3])], [tensor("y", F, [2, 3]), tensor("mask", TensorProto.BOOL, [2, 3])])
+    m = model(
+        [helper.make_node("Dropout", ["x"], ["t", "mask"]), helper.make_node("Neg", ["t"], ["y"])],
+        [tensor("x", F, [2, 3])],
+        [tensor("y", F, [2, 3]), tensor("mask", TensorProto.BOOL, [2, 3])],
+    )
     result = optimize_basic(m)
     assert applied(result, "DropoutElimination") == 0 and "Dropout" in ops(result.model)
 
 
 def slice_model(starts, ends, axes=None, steps=None, shape=(4, 5)):
-    names, inits = ["x", "starts", "ends"], [init("starts", np.array(starts, np.int64)),
-                                              init("ends", np.array(ends, np.int64))]
+    names, inits = (
+        ["x", "starts", "ends"],
+        [init("starts", np.array(starts, np.int64)), init("ends", np.array(ends, np.int64))],
+    )
     for name, value in (("axes", axes), ("steps", steps)):
         if value is not None:
             names.append(name)
@@ -73,58 +90,85 @@ def slice_model(starts, ends, axes=None, steps=None, shape=(4, 5)):
     for i, axis in enumerate(axes if axes is not None else range(len(starts))):
         index[axis] = slice(starts[i], min(ends[i], 2**62), None if steps is None else steps[i])
     out_shape = list(np.empty(shape)[tuple(index)].shape)
-    return model(tail(helper.make_node("Slice", names, ["t"])), [tensor("x", F, list(shape))],
-                 [tensor("y", F, out_shape)], inits)
+    return model(
+        tail(helper.make_node("Slice", names, ["t"])), [tensor("x", F, list(shape))], [tensor("y", F, out_shape)], inits
+    )
 
 
-@pytest.mark.parametrize("starts, ends, axes, steps", [
-    ([0], [np.iinfo(np.int64).max], [1], None),
-    ([0, 0], [4, 5], [0, 1], [1, 1]),
-    ([0], [100], [-1], None),
-])
+@pytest.mark.parametrize(
+    "starts, ends, axes, steps",
+    [
+        ([0], [np.iinfo(np.int64).max], [1], None),
+        ([0, 0], [4, 5], [0, 1], [1, 1]),
+        ([0], [100], [-1], None),
+    ],
+)
 def test_slice_elimination_when_it_keeps_everything(starts, ends, axes, steps):
     check(slice_model(starts, ends, axes, steps), "SliceElimination", True)
 
 
-@pytest.mark.parametrize("starts, ends, axes, steps", [
-    ([1], [5], [1], None),          # drops the first column
-    ([0], [4], [1], None),          # drops the last column
-    ([0], [100], [1], [2]),         # strided
-])
+@pytest.mark.parametrize(
+    "starts, ends, axes, steps",
+    [
+        ([1], [5], [1], None),  # drops the first column
+        ([0], [4], [1], None),  # drops the last column
+        ([0], [100], [1], [2]),  # strided
+    ],
+)
 def test_slice_elimination_refuses_real_slices(starts, ends, axes, steps):
     check(slice_model(starts, ends, axes, steps), "SliceElimination", False)
 
 
 def test_slice_attribute_form_before_opset_10():
-    m = model(tail(helper.make_node("Slice", ["x"], ["t"], starts=[0], ends=[2**31 - 1], axes=[0])),
-              [tensor("x", F, [3, 2])], [tensor("y", F, [3, 2])], opset=9)
+    m = model(
+        tail(helper.make_node("Slice", ["x"], ["t"], starts=[0], ends=[2**31 - 1], axes=[0])),
+        [tensor("x", F, [3, 2])],
+        [tensor("y", F, [3, 2])],
+        opset=9,
+    )
     check(m, "SliceAttributeElimination", True)
 
 
 def test_unsqueeze_of_constant_becomes_a_constant():
-    m = model([helper.make_node("Unsqueeze", ["c", "axes"], ["u"]), helper.make_node("Add", ["x", "u"], ["y"])],
-              [tensor("x", F, [2, 1, 3])], [tensor("y", F, [2, 1, 3])],
-              [init("c", rand(2, 3)), init("axes", np.array([1], np.int64))])
+    m = model(
+        [helper.make_node("Unsqueeze", ["c", "axes"], ["u"]), helper.make_node("Add", ["x", "u"], ["y"])],
+        [tensor("x", F, [2, 1, 3])],
+        [tensor("y", F, [2, 1, 3])],
+        [init("c", rand(2, 3)), init("axes", np.array([1], np.int64))],
+    )
     after = check(m, "UnsqueezeConstant", True)
     assert ops(after) == {"Add": 1}
 
 
 def test_unsqueeze_attribute_form_before_opset_13():
-    m = model([helper.make_node("Unsqueeze", ["c"], ["u"], axes=[0]), helper.make_node("Add", ["x", "u"], ["y"])],
-              [tensor("x", F, [2, 3])], [tensor("y", F, [2, 3])], [init("c", rand(3))], opset=11)
+    m = model(
+        [helper.make_node("Unsqueeze", ["c"], ["u"], axes=[0]), helper.make_node("Add", ["x", "u"], ["y"])],
+        [tensor("x", F, [2, 3])],
+        [tensor("y", F, [2, 3])],
+        [init("c", rand(3))],
+        opset=11,
+    )
     after = check(m, "UnsqueezeConstantAttribute", True)
     assert ops(after) == {"Add": 1}
 
 
 def test_unsqueeze_of_a_graph_input_is_kept():
-    m = model([helper.make_node("Unsqueeze", ["x", "axes"], ["y"])], [tensor("x", F, [2, 3])],
-              [tensor("y", F, [1, 2, 3])], [init("axes", np.array([0], np.int64))])
+    m = model(
+        [helper.make_node("Unsqueeze", ["x", "axes"], ["y"])],
+        [tensor("x", F, [2, 3])],
+        [tensor("y", F, [1, 2, 3])],
+        [init("axes", np.array([0], np.int64))],
+    )
     check(m, "UnsqueezeConstant", False)
 
 
 def expand_model(shape_value, x_shape=(2, 3), y_shape=None):
-    return model(tail(helper.make_node("Expand", ["x", "s"], ["t"])), [tensor("x", F, list(x_shape))],
-                 [tensor("y", F, list(y_shape or x_shape))], [init("s", np.array(shape_value, np.int64))])
+    return model(
+        tail(helper.make_node("Expand", ["x", "s"], ["t"])),
+        [tensor("x", F, list(x_shape))],
+        [tensor("y", F, list(y_shape or x_shape))],
+        [init("s", np.array(shape_value, np.int64))],
+    )
 
 
 @pytest.mark.parametrize("shape_value", [[2, 3], [1, 3], [1], [3]])
@@ -142,15 +186,23 @@ def test_cast_elimination_to_the_same_type():
 
 
 def test_cast_kept_when_it_converts():
-    m = model(tail(helper.make_node("Cast", ["x"], ["t"], to=TensorProto.INT64)),
-              [tensor("x", F, [2, 3])], [tensor("y", TensorProto.INT64, [2, 3])])
+    m = model(
+        tail(helper.make_node("Cast", ["x"], ["t"], to=TensorProto.INT64)),
+        [tensor("x", F, [2, 3])],
+        [tensor("y", TensorProto.INT64, [2, 3])],
+    )
     check(m, "CastElimination", False)
 
 
-@pytest.mark.parametrize("op, value, rule", [
-    ("Add", 0.0, "AddZeroElimination"), ("Sub", 0.0, "SubZeroElimination"),
-    ("Mul", 1.0, "MulOneElimination"), ("Div", 1.0, "DivOneElimination"),
-])
+@pytest.mark.parametrize(
+    "op, value, rule",
+    [
+        ("Add", 0.0, "AddZeroElimination"),
+        ("Sub", 0.0, "SubZeroElimination"),
+        ("Mul", 1.0, "MulOneElimination"),
+        ("Div", 1.0, "DivOneElimination"),
+    ],
+)
 def test_noop_arithmetic_elimination(op, value, rule):
     m = unary(tail(helper.make_node(op, ["x", "c"], ["t"])), inits=[init("c", np.float32(value))])
     after = check(m, rule, True)
@@ -162,17 +214,21 @@ def test_noop_elimination_with_constant_on_the_left():
     check(m, "AddZeroElimination", True)
 
 
-@pytest.mark.parametrize("op, inputs, value, shape", [
-    ("Sub", ["c", "x"], 0.0, []),             # 0 - x is not x
-    ("Div", ["c", "x"], 1.0, []),             # 1 / x is not x
-    ("Add", ["x", "c"], 0.0, [1, 1, 1]),      # broadcasting raises the rank
-    ("Mul", ["x", "c"], 2.0, []),             # not the unit
-])
+@pytest.mark.parametrize(
+    "op, inputs, value, shape",
+    [
+        ("Sub", ["c", "x"], 0.0, []),  # 0 - x is not x
+        ("Div", ["c", "x"], 1.0, []),  # 1 / x is not x
+        ("Add", ["x", "c"], 0.0, [1, 1, 1]),  # broadcasting raises the rank
+        ("Mul", ["x", "c"], 2.0, []),  # not the unit
+    ],
+)
 def test_noop_elimination_refuses(op, inputs, value, shape):
     c = np.full(shape, value, np.float32)
     y_shape = [1, 2, 3] if shape == [1, 1, 1] else [2, 3]
-    m = model(tail(helper.make_node(op, inputs, ["t"])), [tensor("x", F, [2, 3])], [tensor("y", F, y_shape)],
-              [init("c", c)])
+    m = model(
+        tail(helper.make_node(op, inputs, ["t"])), [tensor("x", F, [2, 3])], [tensor("y", F, y_shape)], [init("c", c)]
+    )
     result = optimize_basic(m)
     assert op in ops(result.model)
     assert_same_outputs(m, result.model)
@@ -180,19 +236,22 @@ def test_noop_elimination_refuses(op, inputs, value, shape):
 
 # ------------------------------------------------------------------------- fusions
 
+
 def conv_model(tail_nodes, with_bias=True, out="y", inits=(), channels=4):
     conv_inputs = ["x", "W", "B"] if with_bias else ["x", "W"]
     nodes = [helper.make_node("Conv", conv_inputs, ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3])] + tail_nodes
     weights = [init("W", rand(channels, 3, 3, 3))] + ([init("B", rand(channels))] if with_bias else [])
-    return model(nodes, [tensor("x", F, [1, 3, 8, 8])], [tensor(out, F, [1, channels, 8, 8])],
-                 weights + list(inits))
+    return model(nodes, [tensor("x", F, [1, 3, 8, 8])], [tensor(out, F, [1, channels, 8, 8])], weights + list(inits))
 
 
 @pytest.mark.parametrize("b_shape", [[4, 1, 1], [1, 4, 1, 1], [1], []])
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_conv_add_fusion(b_shape, with_bias):
-    m = conv_model([helper.make_node("Add", ["c", "b"], ["y"])], with_bias,
-                   inits=[init("b", rand(*b_shape) if b_shape != [1] else rand(1))])
+    m = conv_model(
+        [helper.make_node("Add", ["c", "b"], ["y"])],
+        with_bias,
+        inits=[init("b", rand(*b_shape) if b_shape != [1] else rand(1))],
+    )
     after = check(m, "ConvAddFusion", True)
     assert ops(after) == {"Conv": 1}
 
@@ -225,8 +284,12 @@ def test_conv_mul_fusion_refuses_spatial_scale():
 
 def bn(inputs_prefix="", eps=1e-3, channels=4, **attrs):
     node = helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["y"], epsilon=eps, **attrs)
-    inits = [init("scale", rand(channels)), init("bias", rand(channels)), init("mean", rand(channels)),
-             init("var", rand(channels, positive=True))]
+    inits = [
+        init("scale", rand(channels)),
+        init("bias", rand(channels)),
+        init("mean", rand(channels)),
+        init("var", rand(channels, positive=True)),
+    ]
     return node, inits
 
 
@@ -259,20 +322,36 @@ def test_conv_batchnorm_fusion_in_an_old_opset():
 
 def test_matmul_batchnorm_fusion():
     node = helper.make_node("BatchNormalization", ["m", "scale", "bias", "mean", "var"], ["y"], epsilon=1e-3)
-    m = model([helper.make_node("MatMul", ["x", "W"], ["m"]), node], [tensor("x", F, [5, 3])],
-              [tensor("y", F, [5, 4])],
-              [init("W", rand(3, 4)), init("scale", rand(4)), init("bias", rand(4)), init("mean", rand(4)),
-               init("var", rand(4, positive=True))])
+    m = model(
+        [helper.make_node("MatMul", ["x", "W"], ["m"]), node],
+        [tensor("x", F, [5, 3])],
+        [tensor("y", F, [5, 4])],
+        [
+            init("W", rand(3, 4)),
+            init("scale", rand(4)),
+            init("bias", rand(4)),
+            init("mean", rand(4)),
+            init("var", rand(4, positive=True)),
+        ],
+    )
     after = check(m, "MatMulBatchNormFusion", True, atol=1e-4)
     assert ops(after) == {"Gemm": 1}
 
 
 def test_matmul_batchnorm_fusion_refuses_batched_matmul():
     node = helper.make_node("BatchNormalization", ["m", "scale", "bias", "mean", "var"], ["y"], epsilon=1e-3)
-    m = model([helper.make_node("MatMul", ["x", "W"], ["m"]), node], [tensor("x", F, [2, 4, 3])],
-              [tensor("y", F, [2, 4, 4])],
-              [init("W", rand(3, 4)), init("scale", rand(4)), init("bias", rand(4)), init("mean", rand(4)),
-               init("var", rand(4, positive=True))])
+    m = model(
+        [helper.make_node("MatMul", ["x", "W"], ["m"]), node],
+        [tensor("x", F, [2, 4, 3])],
+        [tensor("y", F, [2, 4, 4])],
+        [
+            init("W", rand(3, 4)),
+            init("scale", rand(4)),
+            init("bias", rand(4)),
+            init("mean", rand(4)),
+            init("var", rand(4, positive=True)),
+        ],
+    )
     check(m, "MatMulBatchNormFusion", False)
 
 
@@ -286,30 +365,40 @@ def test_relu_clip_fusion(lo, hi):
 
 
 def test_relu_clip_fusion_with_attribute_bounds():
-    m = unary([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Clip", ["r"], ["y"], min=-1.0, max=6.0)],
-              opset=10)
+    m = unary(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Clip", ["r"], ["y"], min=-1.0, max=6.0)], opset=10
+    )
     check(m, "ReluClipAttributeFusion", True)
 
 
 def test_relu_clip_fusion_refuses_non_constant_bounds():
-    m = model([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Clip", ["r", "lo"], ["y"])],
-              [tensor("x", F, [2, 3]), tensor("lo", F, [])], [tensor("y", F, [2, 3])])
+    m = model(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Clip", ["r", "lo"], ["y"])],
+        [tensor("x", F, [2, 3]), tensor("lo", F, [])],
+        [tensor("y", F, [2, 3])],
+    )
     check(m, "ReluClipFusion", False)
 
 
 def test_div_mul_fusion():
-    m = model([helper.make_node("Div", ["one", "x"], ["d"]), helper.make_node("Mul", ["a", "d"], ["y"])],
-              [tensor("x", F, [2, 3]), tensor("a", F, [2, 3])], [tensor("y", F, [2, 3])],
-              [init("one", np.float32(1.0))])
+    m = model(
+        [helper.make_node("Div", ["one", "x"], ["d"]), helper.make_node("Mul", ["a", "d"], ["y"])],
+        [tensor("x", F, [2, 3]), tensor("a", F, [2, 3])],
+        [tensor("y", F, [2, 3])],
+        [init("one", np.float32(1.0))],
+    )
     after = check(m, "DivMulFusion", True)
     assert ops(after) == {"Div": 1}
 
 
 def test_div_mul_fusion_refuses_integers():
     i64 = TensorProto.INT64
-    m = model([helper.make_node("Div", ["one", "x"], ["d"]), helper.make_node("Mul", ["d", "a"], ["y"])],
-              [tensor("x", i64, [2, 3]), tensor("a", i64, [2, 3])], [tensor("y", i64, [2, 3])],
-              [init("one", np.int64(1))])
+    m = model(
+        [helper.make_node("Div", ["one", "x"], ["d"]), helper.make_node("Mul", ["d", "a"], ["y"])],
+        [tensor("x", i64, [2, 3]), tensor("a", i64, [2, 3])],
+        [tensor("y", i64, [2, 3])],
+        [init("one", np.int64(1))],
+    )
     assert applied(optimize_basic(m), "DivMulFusion") == 0
 
 
@@ -318,78 +407,120 @@ def gemm_inputs():
 
 
 def test_gemm_transpose_a_fusion():
-    m = model([helper.make_node("Transpose", ["a"], ["at"], perm=[1, 0]),
-               helper.make_node("Gemm", ["at", "b", "c"], ["y"], alpha=0.5)],
-              [tensor("a", F, [4, 3]), tensor("b", F, [4, 5])], [tensor("y", F, [3, 5])], [init("c", rand(5))])
+    m = model(
+        [
+            helper.make_node("Transpose", ["a"], ["at"], perm=[1, 0]),
+            helper.make_node("Gemm", ["at", "b", "c"], ["y"], alpha=0.5),
+        ],
+        [tensor("a", F, [4, 3]), tensor("b", F, [4, 5])],
+        [tensor("y", F, [3, 5])],
+        [init("c", rand(5))],
+    )
     after = check(m, "GemmTransposeAFusion", True)
     assert ops(after) == {"Gemm": 1}
     assert {a.name: helper.get_attribute_value(a) for a in after.graph.node[0].attribute} == {"alpha": 0.5, "transA": 1}
 
 
 def test_gemm_transpose_b_fusion_flips_an_existing_flag():
-    m = model([helper.make_node("Transpose", ["b"], ["bt"]),
-               helper.make_node("Gemm", ["a", "bt"], ["y"], transB=1)],
-              [tensor("a", F, [3, 4]), tensor("b", F, [4, 5])], [tensor("y", F, [3, 5])])
+    m = model(
+        [helper.make_node("Transpose", ["b"], ["bt"]), helper.make_node("Gemm", ["a", "bt"], ["y"], transB=1)],
+        [tensor("a", F, [3, 4]), tensor("b", F, [4, 5])],
+        [tensor("y", F, [3, 5])],
+    )
     after = check(m, "GemmTransposeBFusion", True)
     assert ops(after) == {"Gemm": 1}
 
 
 def test_gemm_transpose_output_fusion():
-    m = model([helper.make_node("Gemm", ["a", "b"], ["g"], alpha=2.0),
-               helper.make_node("Transpose", ["g"], ["y"], perm=[1, 0])],
-              gemm_inputs(), [tensor("y", F, [5, 3])])
+    m = model(
+        [
+            helper.make_node("Gemm", ["a", "b"], ["g"], alpha=2.0),
+            helper.make_node("Transpose", ["g"], ["y"], perm=[1, 0]),
+        ],
+        gemm_inputs(),
+        [tensor("y", F, [5, 3])],
+    )
     after = check(m, "GemmTransposeOutputFusion", True)
     assert ops(after) == {"Gemm": 1}
 
 
 def test_gemm_transpose_output_fusion_refuses_when_gemm_has_c():
-    m = model([helper.make_node("Gemm", ["a", "b", "c"], ["g"]),
-               helper.make_node("Transpose", ["g"], ["y"], perm=[1, 0])],
-              gemm_inputs(), [tensor("y", F, [5, 3])], [init("c", rand(5))])
+    m = model(
+        [helper.make_node("Gemm", ["a", "b", "c"], ["g"]), helper.make_node("Transpose", ["g"], ["y"], perm=[1, 0])],
+        gemm_inputs(),
+        [tensor("y", F, [5, 3])],
+        [init("c", rand(5))],
+    )
     check(m, "GemmTransposeOutputFusion", False)
 
 
 def test_not_where_fusion():
     b = TensorProto.BOOL
-    m = model([helper.make_node("Not", ["cond"], ["n"]), helper.make_node("Where", ["n", "a", "x"], ["y"])],
-              [tensor("cond", b, [2, 3]), tensor("a", F, [2, 3]), tensor("x", F, [2, 3])], [tensor("y", F, [2, 3])])
+    m = model(
+        [helper.make_node("Not", ["cond"], ["n"]), helper.make_node("Where", ["n", "a", "x"], ["y"])],
+        [tensor("cond", b, [2, 3]), tensor("a", F, [2, 3]), tensor("x", F, [2, 3])],
+        [tensor("y", F, [2, 3])],
+    )
     after = check(m, "NotWhereFusion", True)
     assert ops(after) == {"Where": 1}
 
 
 def test_not_where_fusion_refused_while_the_not_has_other_consumers():
     b = TensorProto.BOOL
-    m = model([helper.make_node("Not", ["cond"], ["n"]), helper.make_node("Where", ["n", "a", "x"], ["y"]),
-               helper.make_node("Cast", ["n"], ["z"], to=F)],
-              [tensor("cond", b, [2, 3]), tensor("a", F, [2, 3]), tensor("x", F, [2, 3])],
-              [tensor("y", F, [2, 3]), tensor("z", F, [2, 3])])
+    m = model(
+        [
+            helper.make_node("Not", ["cond"], ["n"]),
+            helper.make_node("Where", ["n", "a", "x"], ["y"]),
+            helper.make_node("Cast", ["n"], ["z"], to=F),
+        ],
+        [tensor("cond", b, [2, 3]), tensor("a", F, [2, 3]), tensor("x", F, [2, 3])],
+        [tensor("y", F, [2, 3]), tensor("z", F, [2, 3])],
+    )
     check(m, "NotWhereFusion", False)
 
 
 # ------------------------------------------------------------------------ transposes
 
+
 def test_transpose_transpose_composes_and_identity_disappears():
-    nodes = [helper.make_node("Transpose", ["x"], ["a"], perm=[0, 2, 1, 3]),
-             helper.make_node("Transpose", ["a"], ["t"], perm=[0, 1, 3, 2])]
-    after = check(unary(nodes + [helper.make_node("Neg", ["t"], ["y"])],
-                        x_shape=(2, 3, 4, 5), y_shape=(2, 4, 5, 3)), "TransposeTransposeFusion", True)
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["a"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["a"], ["t"], perm=[0, 1, 3, 2]),
+    ]
+    after = check(
+        unary(nodes + [helper.make_node("Neg", ["t"], ["y"])], x_shape=(2, 3, 4, 5), y_shape=(2, 4, 5, 3)),
+        "TransposeTransposeFusion",
+        True,
+    )
     (transpose,) = [n for n in after.graph.node if n.op_type == "Transpose"]
     assert list(transpose.attribute[0].ints) == [0, 2, 3, 1]
-    back = [helper.make_node("Transpose", ["x"], ["a"], perm=[0, 2, 3, 1]),
-            helper.make_node("Transpose", ["a"], ["t"], perm=[0, 3, 1, 2]), helper.make_node("Neg", ["t"], ["y"])]
+    back = [
+        helper.make_node("Transpose", ["x"], ["a"], perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["a"], ["t"], perm=[0, 3, 1, 2]),
+        helper.make_node("Neg", ["t"], ["y"]),
+    ]
     assert ops(optimize_basic(unary(back, x_shape=(2, 3, 4, 5))).model) == {"Neg": 1}
 
 
 def reshape_transpose_reshape(s1, s2, y_shape):
-    nodes = [helper.make_node("Reshape", ["x", "s1"], ["r"]), helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1]),
-             helper.make_node("Reshape", ["t", "s2"], ["u"]), helper.make_node("Neg", ["u"], ["y"])]
-    return unary(nodes, x_shape=(2, 3, 4, 5), y_shape=y_shape,
-                 inits=[init("s1", np.array(s1, np.int64)), init("s2", np.array(s2, np.int64))])
+    nodes = [
+        helper.make_node("Reshape", ["x", "s1"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1]),
+        helper.make_node("Reshape", ["t", "s2"], ["u"]),
+        helper.make_node("Neg", ["u"], ["y"]),
+    ]
+    return unary(
+        nodes,
+        x_shape=(2, 3, 4, 5),
+        y_shape=y_shape,
+        inits=[init("s1", np.array(s1, np.int64)), init("s2", np.array(s2, np.int64))],
+    )
 
 
 def test_reshape_transpose_reshape_that_swaps_the_last_axes_is_one_transpose():
-    after = check(reshape_transpose_reshape([-1, 4, 5], [2, 3, 5, 4], (2, 3, 5, 4)),
-                  "ReshapeTransposeReshapeFusion", True)
+    after = check(
+        reshape_transpose_reshape([-1, 4, 5], [2, 3, 5, 4], (2, 3, 5, 4)), "ReshapeTransposeReshapeFusion", True
+    )
     assert ops(after) == {"Transpose": 1, "Neg": 1}
     # regrouping the last axes is not a transpose of them
     check(reshape_transpose_reshape([6, 2, 10], [2, 3, 10, 2], (2, 3, 10, 2)), "ReshapeTransposeReshapeFusion", False)
@@ -397,14 +528,27 @@ def test_reshape_transpose_reshape_that_swaps_the_last_axes_is_one_transpose():
 
 # ----------------------------------------------------------- shapes with dynamic axes
 
+
 def dynamic_reshape_graph(index=1):
     """Reshape(x, [-1, shape(x)[index]]) for x: [batch, 3, 4] as exporters write it."""
-    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i"], ["d"], axis=0),
-             helper.make_node("Unsqueeze", ["d", "zero"], ["u"]), helper.make_node("Concat", ["minus", "u"], ["t"], axis=0),
-             helper.make_node("Reshape", ["x", "t"], ["r"]), helper.make_node("Neg", ["r"], ["y"])]
-    return model(nodes, [tensor("x", F, ["batch", 3, 4])], [tensor("y", F, ["rows", "cols"])],
-                 [init("i", np.array(index, np.int64)), init("zero", np.array([0], np.int64)),
-                  init("minus", np.array([-1], np.int64))])
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "i"], ["d"], axis=0),
+        helper.make_node("Unsqueeze", ["d", "zero"], ["u"]),
+        helper.make_node("Concat", ["minus", "u"], ["t"], axis=0),
+        helper.make_node("Reshape", ["x", "t"], ["r"]),
+        helper.make_node("Neg", ["r"], ["y"]),
+    ]
+    return model(
+        nodes,
+        [tensor("x", F, ["batch", 3, 4])],
+        [tensor("y", F, ["rows", "cols"])],
+        [
+            init("i", np.array(index, np.int64)),
+            init("zero", np.array([0], np.int64)),
+            init("minus", np.array([-1], np.int64)),
+        ],
+    )
 
 
 def test_a_known_dim_of_a_dynamic_shape_is_folded():
@@ -425,6 +569,7 @@ def test_dims_follows_shape_arithmetic():
     import rewriter
     from rewriter.expr.shape_values import shape_values
     from rewriter.graph.model import ModelState
+
     view = ModelState(dynamic_reshape_graph(index=0)).view
     assert shape_values(view, "t") == [-1, "batch"]
     assert shape_values(view, "s") == ["batch", 3, 4]
@@ -436,27 +581,52 @@ def test_dims_behind_computed_reshapes_keep_their_names():
     read through the shape arithmetic they are batch and seq again."""
     from rewriter.graph.type_reading import shape_of
     from rewriter.graph.types import infer_model_types
-    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
-             helper.make_node("Unsqueeze", ["n", "zero"], ["u"]), helper.make_node("Concat", ["minus", "u"], ["t"], axis=0),
-             helper.make_node("Reshape", ["x", "t"], ["r"]), helper.make_node("Range", ["start", "n", "step"], ["p"]),
-             helper.make_node("Relu", ["r"], ["y"])]
-    m = model(nodes, [tensor("x", F, ["batch", "seq"])], [tensor("y", F, [None, None]), tensor("p", TensorProto.INT64, [None])],
-              [init("one", np.array(1, np.int64)), init("zero", np.array([0], np.int64)),
-               init("minus", np.array([-1], np.int64)), init("start", np.array(0, np.int64)),
-               init("step", np.array(1, np.int64))])
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "zero"], ["u"]),
+        helper.make_node("Concat", ["minus", "u"], ["t"], axis=0),
+        helper.make_node("Reshape", ["x", "t"], ["r"]),
+        helper.make_node("Range", ["start", "n", "step"], ["p"]),
+        helper.make_node("Relu", ["r"], ["y"]),
+    ]
+    m = model(
+        nodes,
+        [tensor("x", F, ["batch", "seq"])],
+        [tensor("y", F, [None, None]), tensor("p", TensorProto.INT64, [None])],
+        [
+            init("one", np.array(1, np.int64)),
+            init("zero", np.array([0], np.int64)),
+            init("minus", np.array([-1], np.int64)),
+            init("start", np.array(0, np.int64)),
+            init("step", np.array(1, np.int64)),
+        ],
+    )
     types = infer_model_types(m)
     assert shape_of(types["r"]) == ["batch", "seq"] and shape_of(types["p"]) == ["seq"]
     assert shape_of(types["y"]) == ["batch", "seq"]  # and inference carried them on
 
 
 def test_a_computed_reshape_target_of_own_dims_becomes_constant():
-    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
-             helper.make_node("Unsqueeze", ["b", "axes"], ["u"]),
-             helper.make_node("Concat", ["u", "minus", "last"], ["t"], axis=0),
-             helper.make_node("Reshape", ["x", "t"], ["y"])]
-    before = model(nodes, [tensor("x", F, ["batch", 3, 4])], [tensor("y", F, ["batch", 3, 4])],
-                   [init("zero", np.array(0, np.int64)), init("axes", np.array([0], np.int64)),
-                    init("minus", np.array([-1], np.int64)), init("last", np.array([4], np.int64))])
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "axes"], ["u"]),
+        helper.make_node("Concat", ["u", "minus", "last"], ["t"], axis=0),
+        helper.make_node("Reshape", ["x", "t"], ["y"]),
+    ]
+    before = model(
+        nodes,
+        [tensor("x", F, ["batch", 3, 4])],
+        [tensor("y", F, ["batch", 3, 4])],
+        [
+            init("zero", np.array(0, np.int64)),
+            init("axes", np.array([0], np.int64)),
+            init("minus", np.array([-1], np.int64)),
+            init("last", np.array([4], np.int64)),
+        ],
+    )
     after = check(before, "ReshapeComputedTargetFolding", True)
     assert ops(optimize_basic(before).model) == {"Reshape": 1}
     target = next(i for i in optimize_basic(before).model.graph.initializer)

@@ -1,5 +1,6 @@
 """Bounds on what rules and models may make, in process: rule expressions (per match
 attempt and per run), constant folding, growing packs, and the API's argument checks."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,28 +17,35 @@ from rewriter.expr import budget
 
 def add_model(weight: np.ndarray | None = None) -> onnx.ModelProto:
     w = np.arange(4, dtype=np.float32) if weight is None else weight
-    return model([helper.make_node("Add", ["x", "w"], ["y"])], [tensor("x", shape=list(w.shape))],
-                 [tensor("y", shape=list(w.shape))], [init("w", w)])
+    return model(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        [tensor("x", shape=list(w.shape))],
+        [tensor("y", shape=list(w.shape))],
+        [init("w", w)],
+    )
 
 
 def pack_with(body: str) -> str:
     return f"pack p level 1\nrule R {{ y = Add(x, w)\n{body}\n  => y = Sub(x, w) }}\n"
 
 
-@pytest.mark.parametrize("let", [
-    "((10**60)**60)**60",
-    '"ab" * 10**9',
-    "[0] * 10**8",
-    "reshape(arange(30000), [-1, 1]) * arange(30000)",
-    "concat([zeros([5000000]), zeros([5000000]), zeros([5000000]), zeros([5000000])])",
-    "arange(10**12)",
-    "zeros([2**40])",
-    "sum(reshape(arange(20000), [-1, 1]) + arange(20000))",
-    "take([1, 2], arange(100000000))",
-    "-(reshape(arange(30000), [-1, 1]) * arange(30000))",
-    "array([[0] * 1000] * 100000)",
-    "[[[0] * 1000] * 1000] * 1000 == [[[0] * 1000] * 1000] * 1000",
-])
+@pytest.mark.parametrize(
+    "let",
+    [
+        "((10**60)**60)**60",
+        '"ab" * 10**9',
+        "[0] * 10**8",
+        "reshape(arange(30000), [-1, 1]) * arange(30000)",
+        "concat([zeros([5000000]), zeros([5000000]), zeros([5000000]), zeros([5000000])])",
+        "arange(10**12)",
+        "zeros([2**40])",
+        "sum(reshape(arange(20000), [-1, 1]) + arange(20000))",
+        "take([1, 2], arange(100000000))",
+        "-(reshape(arange(30000), [-1, 1]) * arange(30000))",
+        "array([[0] * 1000] * 100000)",
+        "[[[0] * 1000] * 1000] * 1000 == [[[0] * 1000] * 1000] * 1000",
+    ],
+)
 def test_an_expression_past_its_budget_is_a_rule_error_with_its_position(let):
     with pytest.raises(RuleError, match="budget") as caught:
         optimize_with(add_model(), pack_with(f"  let k = {let}"))
@@ -53,8 +61,9 @@ def test_values_made_by_several_lets_of_one_attempt_add_up():
 
 def test_a_computed_initializer_may_be_as_large_as_the_constants_it_reads():
     big = np.ones(24_000_000, np.float32)  # 96 MB: more than the base budget
-    result = optimize_with(add_model(big), "pack p level 1\nrule Negated { y = Add(x, w) where const(w)\n"
-                                           "  => y = Sub(x, -w) }\n")
+    result = optimize_with(
+        add_model(big), "pack p level 1\nrule Negated { y = Add(x, w) where const(w)\n  => y = Sub(x, -w) }\n"
+    )
     assert result.report.applied("Negated") == 1
 
 
@@ -86,12 +95,19 @@ def test_folding_knows_an_output_is_too_large_before_evaluating_it(monkeypatch):
 
     evaluated: list[str] = []
     original = constant_folding._run
-    monkeypatch.setattr(constant_folding, "_run",
-                        lambda state, nodes, inits: evaluated.extend(n.op_type for n in nodes) or original(state, nodes, inits))
+    monkeypatch.setattr(
+        constant_folding,
+        "_run",
+        lambda state, nodes, inits: evaluated.extend(n.op_type for n in nodes) or original(state, nodes, inits),
+    )
     one = numpy_helper.from_array(np.ones((1, 1), np.float32), "one")
     target = numpy_helper.from_array(np.array([20000, 20000], np.int64), "t")
-    m = model([helper.make_node("Expand", ["one", "t"], ["e"]), helper.make_node("Add", ["x", "e"], ["y"])],
-              [tensor("x", shape=[1, 1])], [tensor("y", shape=[20000, 20000])], [one, target])
+    m = model(
+        [helper.make_node("Expand", ["one", "t"], ["e"]), helper.make_node("Add", ["x", "e"], ["y"])],
+        [tensor("x", shape=[1, 1])],
+        [tensor("y", shape=[20000, 20000])],
+        [one, target],
+    )
     after = rewriter.optimize(m, level="basic").model
     assert "Expand" not in evaluated and [n.op_type for n in after.graph.node] == ["Expand", "Add"]
 
@@ -111,8 +127,9 @@ def test_folding_runs_big_graphs_in_sessions_of_bounded_size(monkeypatch):
     sizes: list[int] = []
     original = constant_folding._run
     monkeypatch.setattr(constant_folding, "BATCH_BYTES", 1 << 20)
-    monkeypatch.setattr(constant_folding, "_run",
-                        lambda state, nodes, inits: sizes.append(len(nodes)) or original(state, nodes, inits))
+    monkeypatch.setattr(
+        constant_folding, "_run", lambda state, nodes, inits: sizes.append(len(nodes)) or original(state, nodes, inits)
+    )
     weights = [init(f"w{i}", np.full((256, 256), i, np.float32)) for i in range(6)]  # 256 KB each
     nodes = [helper.make_node("Transpose", [f"w{i}"], [f"t{i}"], perm=[1, 0]) for i in range(6)]
     nodes += [helper.make_node("MatMul", ["x", "t0"], ["m0"])]
@@ -128,8 +145,11 @@ def test_folding_runs_big_graphs_in_sessions_of_bounded_size(monkeypatch):
 
 def test_a_pack_that_grows_the_graph_stops_with_the_rules_named():
     with pytest.raises(GrowthError, match="Grow"):
-        optimize_with(add_model(), "pack g level 1\nrule Grow { y = Add(x, w) => y = Add(Neg(Neg(x)), w) }\n",
-                      max_rewrites=100_000)
+        optimize_with(
+            add_model(),
+            "pack g level 1\nrule Grow { y = Add(x, w) => y = Add(Neg(Neg(x)), w) }\n",
+            max_rewrites=100_000,
+        )
 
 
 def test_max_rewrites_zero_allows_no_rewrite():
@@ -140,29 +160,32 @@ def test_max_rewrites_zero_allows_no_rewrite():
 # ------------------------------------------------------------------ the API's arguments
 
 
-@pytest.mark.parametrize("call", [
-    lambda m: rewriter.optimize(123),
-    lambda m: rewriter.optimize(m, level=3.5),
-    lambda m: rewriter.optimize(m, level=True),
-    lambda m: rewriter.optimize(m, rules="mine.rules"),
-    lambda m: rewriter.optimize(m, rules=[5]),
-    lambda m: rewriter.optimize(m, providers=5),
-    lambda m: rewriter.optimize(m, max_rewrites="10"),
-    lambda m: rewriter.optimize(m, layer_assignment=["gpu(x)"]),
-    lambda m: rewriter.optimize(m, provider_kernels="a.kernels"),
-    lambda m: rewriter.optimize(m, bundled="no"),
-    lambda m: rewriter.save_model(m, 5),
-    lambda m: rewriter.save_model(m.SerializeToString(), "out.onnx"),
-    lambda m: rewriter.save_model(m, "out.onnx", size_threshold="1"),
-    lambda m: rewriter.load_model(None),
-    lambda m: rewriter.load_pack(5),
-    lambda m: rewriter.load_pack_text(b"pack p level 1"),
-    lambda m: rewriter.check_pack("pack p level 1"),
-    lambda m: rewriter.parse_level(None),
-    lambda m: rewriter.register_predicate("p", None),
-    lambda m: rewriter.verify(paths="mine.rules"),
-    lambda m: rewriter.verify(examples="10"),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: rewriter.optimize(123),
+        lambda m: rewriter.optimize(m, level=3.5),
+        lambda m: rewriter.optimize(m, level=True),
+        lambda m: rewriter.optimize(m, rules="mine.rules"),
+        lambda m: rewriter.optimize(m, rules=[5]),
+        lambda m: rewriter.optimize(m, providers=5),
+        lambda m: rewriter.optimize(m, max_rewrites="10"),
+        lambda m: rewriter.optimize(m, layer_assignment=["gpu(x)"]),
+        lambda m: rewriter.optimize(m, provider_kernels="a.kernels"),
+        lambda m: rewriter.optimize(m, bundled="no"),
+        lambda m: rewriter.save_model(m, 5),
+        lambda m: rewriter.save_model(m.SerializeToString(), "out.onnx"),
+        lambda m: rewriter.save_model(m, "out.onnx", size_threshold="1"),
+        lambda m: rewriter.load_model(None),
+        lambda m: rewriter.load_pack(5),
+        lambda m: rewriter.load_pack_text(b"pack p level 1"),
+        lambda m: rewriter.check_pack("pack p level 1"),
+        lambda m: rewriter.parse_level(None),
+        lambda m: rewriter.register_predicate("p", None),
+        lambda m: rewriter.verify(paths="mine.rules"),
+        lambda m: rewriter.verify(examples="10"),
+    ],
+)
 def test_an_argument_of_the_wrong_kind_is_the_librarys_own_error(call, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ArgumentError) as caught:

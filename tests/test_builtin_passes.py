@@ -1,4 +1,5 @@
 """Built-in passes: constant folding and common subexpression elimination."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,12 +15,18 @@ def rand(*shape):
 
 
 def test_constant_folding_folds_shape_computations():
-    m = model([helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i"], ["g"], axis=0),
-               helper.make_node("Unsqueeze", ["g", "zero"], ["u"]),
-               helper.make_node("Concat", ["u", "minus1"], ["shape"], axis=0),
-               helper.make_node("Reshape", ["x", "shape"], ["y"])],
-              [tensor("x", F, [2, 3, 4])], [tensor("y", F, [2, 12])],
-              [init("i", np.int64(0)), init("zero", np.array([0], np.int64)), init("minus1", np.array([-1], np.int64))])
+    m = model(
+        [
+            helper.make_node("Shape", ["x"], ["s"]),
+            helper.make_node("Gather", ["s", "i"], ["g"], axis=0),
+            helper.make_node("Unsqueeze", ["g", "zero"], ["u"]),
+            helper.make_node("Concat", ["u", "minus1"], ["shape"], axis=0),
+            helper.make_node("Reshape", ["x", "shape"], ["y"]),
+        ],
+        [tensor("x", F, [2, 3, 4])],
+        [tensor("y", F, [2, 12])],
+        [init("i", np.int64(0)), init("zero", np.array([0], np.int64)), init("minus1", np.array([-1], np.int64))],
+    )
     result = optimize_basic(m)
     assert ops(result.model) == {"Reshape": 1}
     assert result.report.builtins["constant_folding"] == 4
@@ -27,8 +34,11 @@ def test_constant_folding_folds_shape_computations():
 
 
 def test_constant_folding_leaves_symbolic_shapes_alone():
-    m = model([helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["x", "s"], ["y"])],
-              [tensor("x", F, ["N", 3])], [tensor("y", F, ["N", 3])])
+    m = model(
+        [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["x", "s"], ["y"])],
+        [tensor("x", F, ["N", 3])],
+        [tensor("y", F, ["N", 3])],
+    )
     result = optimize_basic(m)
     assert result.report.builtins.get("constant_folding", 0) == 0
     # the Reshape's target only repeats x's own dims: a constant [0, 3] ("copy dim 0")
@@ -38,10 +48,16 @@ def test_constant_folding_leaves_symbolic_shapes_alone():
 
 
 def test_constant_folding_keeps_graph_outputs_and_overridable_initializers():
-    m = model([helper.make_node("Neg", ["w"], ["y"]), helper.make_node("Neg", ["v"], ["z"]),
-               helper.make_node("Neg", ["z"], ["q"])],
-              [tensor("w", F, [2])], [tensor("y", F, [2]), tensor("q", F, [2])],
-              [init("w", rand(2)), init("v", rand(2))])
+    m = model(
+        [
+            helper.make_node("Neg", ["w"], ["y"]),
+            helper.make_node("Neg", ["v"], ["z"]),
+            helper.make_node("Neg", ["z"], ["q"]),
+        ],
+        [tensor("w", F, [2])],
+        [tensor("y", F, [2]), tensor("q", F, [2])],
+        [init("w", rand(2)), init("v", rand(2))],
+    )
     result = optimize_basic(m)
     # w is also a graph input (a caller may override it): its Neg stays; q is an output: its Neg stays
     assert ops(result.model) == {"Neg": 2}
@@ -49,18 +65,27 @@ def test_constant_folding_keeps_graph_outputs_and_overridable_initializers():
 
 
 def test_constant_folding_evaluates_chains_of_standard_ops():
-    m = model([helper.make_node("Mul", ["a", "b"], ["p"]), helper.make_node("Sqrt", ["p"], ["q"]),
-               helper.make_node("Add", ["x", "q"], ["y"])],
-              [tensor("x", F, [3])], [tensor("y", F, [3])],
-              [init("a", np.float32([1, 4, 9])), init("b", np.float32([1, 1, 1]))])
+    m = model(
+        [
+            helper.make_node("Mul", ["a", "b"], ["p"]),
+            helper.make_node("Sqrt", ["p"], ["q"]),
+            helper.make_node("Add", ["x", "q"], ["y"]),
+        ],
+        [tensor("x", F, [3])],
+        [tensor("y", F, [3])],
+        [init("a", np.float32([1, 4, 9])), init("b", np.float32([1, 1, 1]))],
+    )
     result = optimize_basic(m)
     assert ops(result.model) == {"Add": 1}
     assert_same_outputs(m, result.model)
 
 
 def test_constant_folding_never_folds_random_ops():
-    m = model([helper.make_node("RandomUniform", [], ["r"], shape=[3], dtype=F),
-               helper.make_node("Add", ["x", "r"], ["y"])], [tensor("x", F, [3])], [tensor("y", F, [3])])
+    m = model(
+        [helper.make_node("RandomUniform", [], ["r"], shape=[3], dtype=F), helper.make_node("Add", ["x", "r"], ["y"])],
+        [tensor("x", F, [3])],
+        [tensor("y", F, [3])],
+    )
     assert ops(optimize_basic(m).model) == {"RandomUniform": 1, "Add": 1}
 
 
@@ -68,17 +93,31 @@ CSE_ONLY = "pack p level 1\nbuiltin common_subexpression_elimination\n"
 
 
 def test_cse_merges_identical_nodes():
-    m = model([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["x"], ["b"]),
-               helper.make_node("Add", ["a", "b"], ["y"])], [tensor("x", F, [3])], [tensor("y", F, [3])])
+    m = model(
+        [
+            helper.make_node("Relu", ["x"], ["a"]),
+            helper.make_node("Relu", ["x"], ["b"]),
+            helper.make_node("Add", ["a", "b"], ["y"]),
+        ],
+        [tensor("x", F, [3])],
+        [tensor("y", F, [3])],
+    )
     result = optimize_with(m, CSE_ONLY)
     assert ops(result.model) == {"Relu": 1, "Add": 1}
     assert_same_outputs(m, result.model)
 
 
 def test_cse_treats_equal_small_constants_as_the_same_input():
-    m = model([helper.make_node("Add", ["x", "c1"], ["a"]), helper.make_node("Add", ["x", "c2"], ["b"]),
-               helper.make_node("Mul", ["a", "b"], ["y"])], [tensor("x", F, [3])], [tensor("y", F, [3])],
-              [init("c1", np.float32(2)), init("c2", np.float32(2))])
+    m = model(
+        [
+            helper.make_node("Add", ["x", "c1"], ["a"]),
+            helper.make_node("Add", ["x", "c2"], ["b"]),
+            helper.make_node("Mul", ["a", "b"], ["y"]),
+        ],
+        [tensor("x", F, [3])],
+        [tensor("y", F, [3])],
+        [init("c1", np.float32(2)), init("c2", np.float32(2))],
+    )
     result = optimize_with(m, CSE_ONLY)
     assert ops(result.model) == {"Add": 1, "Mul": 1}
     assert len(result.model.graph.initializer) == 1
@@ -86,50 +125,76 @@ def test_cse_treats_equal_small_constants_as_the_same_input():
 
 
 def test_cse_keeps_nodes_that_differ_in_attributes_or_constants():
-    m = model([helper.make_node("Add", ["x", "c1"], ["a"]), helper.make_node("Add", ["x", "c2"], ["b"]),
-               helper.make_node("LeakyRelu", ["x"], ["l1"], alpha=0.1),
-               helper.make_node("LeakyRelu", ["x"], ["l2"], alpha=0.2),
-               helper.make_node("Sum", ["a", "b", "l1", "l2"], ["y"])],
-              [tensor("x", F, [3])], [tensor("y", F, [3])],
-              [init("c1", np.float32(2)), init("c2", np.float32(3))])
+    m = model(
+        [
+            helper.make_node("Add", ["x", "c1"], ["a"]),
+            helper.make_node("Add", ["x", "c2"], ["b"]),
+            helper.make_node("LeakyRelu", ["x"], ["l1"], alpha=0.1),
+            helper.make_node("LeakyRelu", ["x"], ["l2"], alpha=0.2),
+            helper.make_node("Sum", ["a", "b", "l1", "l2"], ["y"]),
+        ],
+        [tensor("x", F, [3])],
+        [tensor("y", F, [3])],
+        [init("c1", np.float32(2)), init("c2", np.float32(3))],
+    )
     assert ops(optimize_with(m, CSE_ONLY).model) == {"Add": 2, "LeakyRelu": 2, "Sum": 1}
 
 
 def test_cse_keeps_duplicates_that_are_graph_outputs():
-    m = model([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["x"], ["b"])],
-              [tensor("x", F, [3])], [tensor("a", F, [3]), tensor("b", F, [3])])
+    m = model(
+        [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["x"], ["b"])],
+        [tensor("x", F, [3])],
+        [tensor("a", F, [3]), tensor("b", F, [3])],
+    )
     result = optimize_with(m, CSE_ONLY)
     assert ops(result.model) == {"Relu": 2}
     assert_same_outputs(m, result.model)
 
 
 def test_cse_never_merges_random_ops():
-    m = model([helper.make_node("RandomNormal", [], ["a"], shape=[3]),
-               helper.make_node("RandomNormal", [], ["b"], shape=[3]),
-               helper.make_node("Add", ["a", "b"], ["y"])], [], [tensor("y", F, [3])])
+    m = model(
+        [
+            helper.make_node("RandomNormal", [], ["a"], shape=[3]),
+            helper.make_node("RandomNormal", [], ["b"], shape=[3]),
+            helper.make_node("Add", ["a", "b"], ["y"]),
+        ],
+        [],
+        [tensor("y", F, [3])],
+    )
     assert ops(optimize_with(m, CSE_ONLY).model) == {"RandomNormal": 2, "Add": 1}
 
 
 def _constants_model():
     """Constant nodes (one a graph output), Identity nodes of constants (one of an
     initializer a caller may override, one chained, one of a larger weight), and readers."""
-    nodes = [helper.make_node("Constant", [], ["c"], value=helper.make_tensor("v", F, [3], [1.0, 2.0, 3.0])),
-             helper.make_node("Constant", [], ["k"], value_floats=[0.5, 0.5, 0.5]),
-             helper.make_node("Constant", [], ["out_c"], value_float=2.0),
-             helper.make_node("Identity", ["w"], ["w1"]), helper.make_node("Identity", ["w1"], ["w2"]),
-             helper.make_node("Identity", ["b"], ["b1"]), helper.make_node("Identity", ["big"], ["big1"]),
-             helper.make_node("MatMul", ["x", "w2"], ["m"]), helper.make_node("Add", ["m", "c"], ["a"]),
-             helper.make_node("Mul", ["a", "k"], ["p"]), helper.make_node("Add", ["p", "b1"], ["q"]),
-             helper.make_node("MatMul", ["q", "big1"], ["y"])]
-    return model(nodes, [tensor("x", F, [2, 3]), tensor("b", F, [3])],
-                 [tensor("y", F, [2, 4]), tensor("out_c", F, [])],
-                 [init("w", rand(3, 3)), init("b", rand(3)), init("big", rand(3, 4))])
+    nodes = [
+        helper.make_node("Constant", [], ["c"], value=helper.make_tensor("v", F, [3], [1.0, 2.0, 3.0])),
+        helper.make_node("Constant", [], ["k"], value_floats=[0.5, 0.5, 0.5]),
+        helper.make_node("Constant", [], ["out_c"], value_float=2.0),
+        helper.make_node("Identity", ["w"], ["w1"]),
+        helper.make_node("Identity", ["w1"], ["w2"]),
+        helper.make_node("Identity", ["b"], ["b1"]),
+        helper.make_node("Identity", ["big"], ["big1"]),
+        helper.make_node("MatMul", ["x", "w2"], ["m"]),
+        helper.make_node("Add", ["m", "c"], ["a"]),
+        helper.make_node("Mul", ["a", "k"], ["p"]),
+        helper.make_node("Add", ["p", "b1"], ["q"]),
+        helper.make_node("MatMul", ["q", "big1"], ["y"]),
+    ]
+    return model(
+        nodes,
+        [tensor("x", F, [2, 3]), tensor("b", F, [3])],
+        [tensor("y", F, [2, 4]), tensor("out_c", F, [])],
+        [init("w", rand(3, 3)), init("b", rand(3)), init("big", rand(3, 4))],
+    )
 
 
 def _summary(state):
     graph = state.to_model().graph
-    return (sorted((n.op_type, tuple(n.input), tuple(n.output)) for n in graph.node),
-            sorted(t.name for t in graph.initializer))
+    return (
+        sorted((n.op_type, tuple(n.input), tuple(n.output)) for n in graph.node),
+        sorted(t.name for t in graph.initializer),
+    )
 
 
 def test_constants_taken_out_while_loading_give_the_graph_the_builtin_gives():
@@ -167,16 +232,24 @@ def _equal_constants_model():
     an initializer a caller may override, one stored as float_data instead of raw bytes),
     a different one, and readers of each."""
     half = np.full(3, 0.5, np.float32)
-    nodes = [helper.make_node("Constant", [], ["c1"], value=helper.make_tensor("v", F, [3], half.tolist())),
-             helper.make_node("Constant", [], ["c2"], value=helper.make_tensor("v", F, [3], half.tobytes(), raw=True)),
-             helper.make_node("Constant", [], ["out_c"], value=helper.make_tensor("v", F, [3], half.tolist())),
-             helper.make_node("Constant", [], ["other"], value=helper.make_tensor("v", F, [3], [0.5, 0.5, 0.25])),
-             helper.make_node("Mul", ["x", "i1"], ["a"]), helper.make_node("Mul", ["a", "i2"], ["b"]),
-             helper.make_node("Mul", ["b", "c1"], ["c"]), helper.make_node("Mul", ["c", "c2"], ["d"]),
-             helper.make_node("Mul", ["d", "over"], ["e"]), helper.make_node("Mul", ["e", "other"], ["y"])]
-    return model(nodes, [tensor("x", F, [3]), tensor("over", F, [3])],
-                 [tensor("y", F, [3]), tensor("out_c", F, [3])],
-                 [init("i1", half), init("i2", half), init("over", half)])
+    nodes = [
+        helper.make_node("Constant", [], ["c1"], value=helper.make_tensor("v", F, [3], half.tolist())),
+        helper.make_node("Constant", [], ["c2"], value=helper.make_tensor("v", F, [3], half.tobytes(), raw=True)),
+        helper.make_node("Constant", [], ["out_c"], value=helper.make_tensor("v", F, [3], half.tolist())),
+        helper.make_node("Constant", [], ["other"], value=helper.make_tensor("v", F, [3], [0.5, 0.5, 0.25])),
+        helper.make_node("Mul", ["x", "i1"], ["a"]),
+        helper.make_node("Mul", ["a", "i2"], ["b"]),
+        helper.make_node("Mul", ["b", "c1"], ["c"]),
+        helper.make_node("Mul", ["c", "c2"], ["d"]),
+        helper.make_node("Mul", ["d", "over"], ["e"]),
+        helper.make_node("Mul", ["e", "other"], ["y"]),
+    ]
+    return model(
+        nodes,
+        [tensor("x", F, [3]), tensor("over", F, [3])],
+        [tensor("y", F, [3]), tensor("out_c", F, [3])],
+        [init("i1", half), init("i2", half), init("over", half)],
+    )
 
 
 def test_equal_constants_shared_while_loading_give_the_graph_the_builtins_give():

@@ -1,4 +1,5 @@
 """The command line as a user runs it: output, exit codes, one-line errors, atomic writes."""
+
 from __future__ import annotations
 
 import subprocess
@@ -12,8 +13,9 @@ from onnx import helper
 
 
 def rewriter_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rewriter", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "rewriter", *map(str, args)], capture_output=True, text=True, timeout=120
+    )
 
 
 def assert_clean_failure(proc: subprocess.CompletedProcess, *fragments: str) -> None:
@@ -36,8 +38,15 @@ def test_optimize_with_an_extra_rules_file(tmp_path):
     rules = tmp_path / "mine.rules"
     rules.write_text("pack mine level 1\nrule NegNeg { a = Neg(x)  y = Neg(a) => y = Identity(x) }\n")
     source = tmp_path / "in.onnx"
-    m = model([helper.make_node("Neg", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
-               helper.make_node("Relu", ["b"], ["y"])], [tensor("x", shape=[2])], [tensor("y", shape=[2])])
+    m = model(
+        [
+            helper.make_node("Neg", ["x"], ["a"]),
+            helper.make_node("Neg", ["a"], ["b"]),
+            helper.make_node("Relu", ["b"], ["y"]),
+        ],
+        [tensor("x", shape=[2])],
+        [tensor("y", shape=[2])],
+    )
     onnx.save(m, str(source))
     proc = rewriter_cli("optimize", source, "-o", tmp_path / "out.onnx", "--rules", rules)
     assert proc.returncode == 0, proc.stderr
@@ -63,17 +72,21 @@ def test_check_lists_every_error(tmp_path):
 
 def test_check_accepts_the_bundled_packs():
     from rewriter.resources import bundled_pack_paths
+
     proc = rewriter_cli("check", *bundled_pack_paths())
     assert proc.returncode == 0, proc.stderr
     assert "ok" in proc.stdout
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "no such file"),
-    (b"", "empty file"),
-    (b"\x08\x96\x01 definitely not protobuf \xff\xff", "not a readable ONNX model"),
-    (b"ir_version: 8\n", "not a readable ONNX model"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "no such file"),
+        (b"", "empty file"),
+        (b"\x08\x96\x01 definitely not protobuf \xff\xff", "not a readable ONNX model"),
+        (b"ir_version: 8\n", "not a readable ONNX model"),
+    ],
+)
 def test_unreadable_model_gives_one_line_and_exit_2(tmp_path, content, message):
     source = tmp_path / "in.onnx"
     if content is not None:
@@ -96,12 +109,15 @@ def test_missing_output_directory_is_an_error(tmp_path):
 
 def test_pack_that_never_settles_is_an_error_and_leaves_the_old_output(tmp_path):
     rules = tmp_path / "loop.rules"
-    rules.write_text("pack loop level 1\nrule Flip { y = Relu(x) => y = Abs(Relu(x)) }\n"
-                     "rule Flop { y = Abs(r) => y = Neg(Neg(r)) }\n")
+    rules.write_text(
+        "pack loop level 1\nrule Flip { y = Relu(x) => y = Abs(Relu(x)) }\n"
+        "rule Flop { y = Abs(r) => y = Neg(Neg(r)) }\n"
+    )
     out = tmp_path / "out.onnx"
     out.write_bytes(b"previous content")
-    proc = rewriter_cli("optimize", MODELS / "convnet_bn.onnx", "-o", out, "--rules", rules,
-                        "--no-bundled", "--max-rewrites", "50")
+    proc = rewriter_cli(
+        "optimize", MODELS / "convnet_bn.onnx", "-o", out, "--rules", rules, "--no-bundled", "--max-rewrites", "50"
+    )
     assert_clean_failure(proc, "did not reach a fixpoint", "Flip")
     assert out.read_bytes() == b"previous content"
 
@@ -116,14 +132,25 @@ def test_rules_lists_the_bundled_packs():
     assert proc.returncode == 0 and "ConvBatchNormFusion" in proc.stdout
 
 
-@pytest.mark.parametrize("nodes, message", [
-    ([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["ghost"], ["y"])],
-     "reads 'ghost', which no node, input or initializer produces"),
-    ([helper.make_node("Add", ["x", "b"], ["a"], name="first"), helper.make_node("Neg", ["a"], ["b"], name="second"),
-      helper.make_node("Relu", ["a"], ["y"])], "cycle through nodes"),
-    ([helper.make_node("Relu", ["x"], ["a"])], "graph output 'y' is never produced"),
-    ([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Neg", ["x"], ["y"])], "two producers"),
-])
+@pytest.mark.parametrize(
+    "nodes, message",
+    [
+        (
+            [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["ghost"], ["y"])],
+            "reads 'ghost', which no node, input or initializer produces",
+        ),
+        (
+            [
+                helper.make_node("Add", ["x", "b"], ["a"], name="first"),
+                helper.make_node("Neg", ["a"], ["b"], name="second"),
+                helper.make_node("Relu", ["a"], ["y"]),
+            ],
+            "cycle through nodes",
+        ),
+        ([helper.make_node("Relu", ["x"], ["a"])], "graph output 'y' is never produced"),
+        ([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Neg", ["x"], ["y"])], "two producers"),
+    ],
+)
 def test_malformed_graph_is_refused_cleanly(tmp_path, nodes, message):
     source = tmp_path / "bad.onnx"
     onnx.save(model(nodes, [tensor("x", shape=[2])], [tensor("y", shape=[2])]), str(source))
@@ -135,6 +162,7 @@ def test_malformed_graph_is_refused_cleanly(tmp_path, nodes, message):
 
 def test_output_file_gets_ordinary_permissions(tmp_path):
     import os
+
     out = tmp_path / "out.onnx"
     proc = rewriter_cli("optimize", MODELS / "convnet_bn.onnx", "-o", out)
     assert proc.returncode == 0
@@ -154,8 +182,10 @@ def test_verify_reports_a_failure_with_exit_1_and_files(tmp_path):
 
 def test_verify_passes_a_correct_rule_and_strict_flags_unverified(tmp_path):
     rules = tmp_path / "fine.rules"
-    rules.write_text("pack fine level 1\nrule NegNeg root a { a = Neg(x)  y = Neg(a) => y = Identity(x) }\n"
-                     "rule Never { y = Relu(x) where rank(x) == 99 => y = x }\n")
+    rules.write_text(
+        "pack fine level 1\nrule NegNeg root a { a = Neg(x)  y = Neg(a) => y = Identity(x) }\n"
+        "rule Never { y = Relu(x) where rank(x) == 99 => y = x }\n"
+    )
     proc = rewriter_cli("verify", rules, "--examples", "15", "--rule", "NegNeg", "--out", tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "fine.NegNeg" in proc.stdout and "ok" in proc.stdout
@@ -165,11 +195,14 @@ def test_verify_passes_a_correct_rule_and_strict_flags_unverified(tmp_path):
 
 def _model_with_external_data(tmp_path, location: str):
     from onnx import TensorProto, numpy_helper
+
     weight = numpy_helper.from_array(np.zeros(2, np.float32), "w")
     weight.data_location = TensorProto.EXTERNAL
     weight.ClearField("raw_data")
     weight.external_data.add(key="location", value=location)
-    m = model([helper.make_node("Add", ["x", "w"], ["y"])], [tensor("x", shape=[2])], [tensor("y", shape=[2])], [weight])
+    m = model(
+        [helper.make_node("Add", ["x", "w"], ["y"])], [tensor("x", shape=[2])], [tensor("y", shape=[2])], [weight]
+    )
     folder = tmp_path / "models"
     folder.mkdir()
     onnx.save(m, str(folder / "m.onnx"))
@@ -194,10 +227,20 @@ def test_missing_external_data_file_is_a_clear_error(tmp_path):
 def test_external_data_beside_the_model_is_read(tmp_path):
     folder = tmp_path / "models"
     folder.mkdir()
-    m = model([helper.make_node("Add", ["x", "w"], ["y"])], [tensor("x", shape=[2])], [tensor("y", shape=[2])],
-              [onnx.numpy_helper.from_array(np.ones(2, np.float32), "w")])
-    onnx.save(m, str(folder / "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
-              location="m.data", size_threshold=0)
+    m = model(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        [tensor("x", shape=[2])],
+        [tensor("y", shape=[2])],
+        [onnx.numpy_helper.from_array(np.ones(2, np.float32), "w")],
+    )
+    onnx.save(
+        m,
+        str(folder / "m.onnx"),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="m.data",
+        size_threshold=0,
+    )
     proc = rewriter_cli("optimize", folder / "m.onnx", "-o", tmp_path / "out.onnx")
     assert proc.returncode == 0, proc.stderr
     out = onnx.load(str(tmp_path / "out.onnx"))
@@ -208,16 +251,26 @@ def _weights_model(size: int = 4096):
     rng = np.random.default_rng(0)
     w = onnx.numpy_helper.from_array(rng.standard_normal(size).astype(np.float32), "w")
     small = onnx.numpy_helper.from_array(np.float32([2.0]), "two")
-    return model([helper.make_node("Identity", ["x"], ["i"]), helper.make_node("Add", ["i", "w"], ["a"]),
-                  helper.make_node("Mul", ["a", "two"], ["y"])],
-                 [tensor("x", shape=[size])], [tensor("y", shape=[size])], [w, small])
+    return model(
+        [
+            helper.make_node("Identity", ["x"], ["i"]),
+            helper.make_node("Add", ["i", "w"], ["a"]),
+            helper.make_node("Mul", ["a", "two"], ["y"]),
+        ],
+        [tensor("x", shape=[size])],
+        [tensor("y", shape=[size])],
+        [w, small],
+    )
 
 
 def _assert_runs_like(original: onnx.ModelProto, path) -> None:
     import onnxruntime as ort
+
     onnx.checker.check_model(str(path), full_check=True)
     x = np.arange(original.graph.input[0].type.tensor_type.shape.dim[0].dim_value, dtype=np.float32)
-    expected = ort.InferenceSession(original.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    expected = ort.InferenceSession(original.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x}
+    )
     actual = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
     np.testing.assert_allclose(actual[0], expected[0], rtol=1e-6)
 
@@ -227,8 +280,16 @@ def test_external_data_always_writes_one_file_beside_the_output(tmp_path):
     onnx.save(source, str(tmp_path / "in.onnx"))
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    proc = rewriter_cli("optimize", tmp_path / "in.onnx", "-o", out_dir / "m.onnx", "--external-data", "always",
-                        "--external-data-file", "weights.bin")
+    proc = rewriter_cli(
+        "optimize",
+        tmp_path / "in.onnx",
+        "-o",
+        out_dir / "m.onnx",
+        "--external-data",
+        "always",
+        "--external-data-file",
+        "weights.bin",
+    )
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in out_dir.iterdir()) == ["m.onnx", "weights.bin"]
     header = onnx.load(str(out_dir / "m.onnx"), load_external_data=False)
@@ -253,24 +314,36 @@ def test_external_data_input_gives_external_output_by_default_and_never_inlines(
 
 def test_external_data_file_name_must_stay_beside_the_output(tmp_path):
     onnx.save(_weights_model(), str(tmp_path / "in.onnx"))
-    proc = rewriter_cli("optimize", tmp_path / "in.onnx", "-o", tmp_path / "out.onnx",
-                        "--external-data", "always", "--external-data-file", "../elsewhere.bin")
+    proc = rewriter_cli(
+        "optimize",
+        tmp_path / "in.onnx",
+        "-o",
+        tmp_path / "out.onnx",
+        "--external-data",
+        "always",
+        "--external-data-file",
+        "../elsewhere.bin",
+    )
     assert_clean_failure(proc, "must be a plain file name")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.onnx"]
 
 
 def test_saving_with_external_data_leaves_the_model_in_memory_untouched(tmp_path):
     import rewriter
+
     result = rewriter.optimize(_weights_model())
     before = result.model.SerializeToString()
     rewriter.save_model(result.model, tmp_path / "m.onnx", external_data="always")
     assert result.model.SerializeToString() == before
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("ir_version", 99, "IR version 99 is not one this engine knows"),
-    ("opset", 99, "opset 99 of ai.onnx is not one this engine knows"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("ir_version", 99, "IR version 99 is not one this engine knows"),
+        ("opset", 99, "opset 99 of ai.onnx is not one this engine knows"),
+    ],
+)
 def test_unknown_ir_version_or_opset_is_refused(tmp_path, field, value, message):
     m = _weights_model(16)
     if field == "ir_version":
@@ -288,9 +361,11 @@ def test_model_over_2gb_goes_through_with_external_data(tmp_path):
     """Protobuf cannot hold 2 GB: the input comes with external data and the output is
     written with it automatically (four 640 MB tensors: about 8 GB of memory, 6 GB disk)."""
     import onnxruntime as ort
+
     count = 160_000_000
-    weights = [onnx.numpy_helper.from_array(((np.arange(count) + k) % 1000).astype(np.float32), f"w{k}")
-               for k in range(4)]
+    weights = [
+        onnx.numpy_helper.from_array(((np.arange(count) + k) % 1000).astype(np.float32), f"w{k}") for k in range(4)
+    ]
     nodes = [helper.make_node("Identity", ["w0"], ["wi"])]
     nodes += [helper.make_node("Gather", ["wi" if k == 0 else f"w{k}", "idx"], [f"g{k}"]) for k in range(4)]
     nodes.append(helper.make_node("Sum", [f"g{k}" for k in range(4)], ["y"]))
@@ -298,8 +373,12 @@ def test_model_over_2gb_goes_through_with_external_data(tmp_path):
     del weights
     onnx.save(m, str(tmp_path / "big.onnx"), save_as_external_data=True, location="big.data")
     del m
-    proc = subprocess.run([sys.executable, "-m", "rewriter", "optimize", str(tmp_path / "big.onnx"),
-                           "-o", str(tmp_path / "out.onnx")], capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rewriter", "optimize", str(tmp_path / "big.onnx"), "-o", str(tmp_path / "out.onnx")],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "out.onnx.data").stat().st_size >= 4 * count * 4
     header = onnx.load(str(tmp_path / "out.onnx"), load_external_data=False)

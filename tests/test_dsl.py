@@ -1,4 +1,5 @@
 """The rule language: what parses into what, and errors with file:line:col."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,8 +21,7 @@ def parse_error(text: str) -> RuleError:
 
 
 def test_pack_header_level_providers_domains_and_builtins():
-    pack = load_pack_text("pack ext level 2 providers CPU, CUDA\ndomain com.example\n"
-                          "builtin constant_folding\n")
+    pack = load_pack_text("pack ext level 2 providers CPU, CUDA\ndomain com.example\nbuiltin constant_folding\n")
     assert (pack.name, pack.level) == ("ext", 2)
     assert pack.providers == ("CPUExecutionProvider", "CUDAExecutionProvider")
     assert pack.domains == ("com.example",) and pack.builtins == ("constant_folding",)
@@ -41,14 +41,17 @@ def test_nested_calls_flatten_into_fresh_equations():
 
 
 def test_literals_optional_inputs_alternatives_and_attributes():
-    rule = load_pack_text(HEADER + """
+    rule = load_pack_text(
+        HEADER
+        + """
         rule R root d {
             d = Div(x, ~1.41421356) | Mul(x, ~0.70710678)
             y = Gemm(d, W, C?) {alpha, transB: 1, beta: b}
           where const(W) and b == 1.0
           =>
             y = Gemm(x, W, C) {...y}
-        }""").rules[0]
+        }"""
+    ).rules[0]
     div, mul = rule.equations[0].alternatives
     assert div.args[1].literal == A.Literal(1.41421356, True, div.args[1].literal.pos)
     assert mul.op == "Mul"
@@ -64,8 +67,9 @@ def test_rules_are_immutable():
 
 
 def test_comments_and_whitespace_are_ignored():
-    pack = load_pack_text("# leading\npack p level 1  # trailing\n\nrule R {  # x\n"
-                          "  y = Identity(x)  # eliminate\n=>\n y = x }\n")
+    pack = load_pack_text(
+        "# leading\npack p level 1  # trailing\n\nrule R {  # x\n  y = Identity(x)  # eliminate\n=>\n y = x }\n"
+    )
     assert len(pack.rules) == 1
 
 
@@ -77,7 +81,7 @@ def test_custom_domain_ops_need_a_declaration():
 
 
 def test_contrib_ops_are_known_from_onnxruntime():
-    load_pack_text(HEADER + "rule R { y = Relu(x) => y = com.microsoft.FusedConv(x, x) {activation: \"Relu\"} }")
+    load_pack_text(HEADER + 'rule R { y = Relu(x) => y = com.microsoft.FusedConv(x, x) {activation: "Relu"} }')
 
 
 def test_syntax_error_has_file_line_and_column():
@@ -97,20 +101,23 @@ def test_unexpected_end_of_file():
     assert "end of file" in error.message and error.line == 2
 
 
-@pytest.mark.parametrize("body, message, line, column", [
-    ("rule R {\n  y = Idenity(x)\n  => y = x }", "unknown op 'Idenity'; did you mean Identity?", 3, 7),
-    ("rule R {\n  y = Identity(x)\n  => y = z }", "undefined name 'z'", 4, 10),
-    ("rule R root q {\n  y = Identity(x)\n  => y = x }", "root 'q' is not the output", 2, 6),
-    ("rule R {\n  y = Relu(x, x)\n  => y = x }", "Relu takes at most 1 inputs, got 2", 3, 7),
-    ("rule R {\n  y = Relu(x) {alpah}\n  => y = x }", "Relu has no attribute 'alpah'", 3, 16),
-    ("rule R {\n  y = Relu(x)\n  where foo(x)\n  => y = x }", "unknown function 'foo'", 4, 9),
-    ("rule R {\n  y = Relu(x)\n  where rank(x, x) == 1\n  => y = x }", "rank() takes 1 arguments, got 2", 4, 9),
-    ("rule R {\n  a = Relu(x)\n  y = Relu(z)\n  => y = x }", "not connected", 2, 6),
-    ("rule R {\n  y = Relu(x)\n  => x = y }", "'x' is an input of the pattern", 4, 6),
-    ("rule R {\n  y = Relu(x)\n  => y = Sqrt(x) {...x} }", "...x: 'x' is not the output", 4, 19),
-    ("rule R {\n  y = Relu(x)\n  where Relu(x)\n  => y = x }", "op Relu() can only appear in a replacement", 4, 9),
-    ("rule R {\n  y = Conv(x)\n  => y = x }", "Conv needs at least 2 inputs", 3, 7),
-])
+@pytest.mark.parametrize(
+    "body, message, line, column",
+    [
+        ("rule R {\n  y = Idenity(x)\n  => y = x }", "unknown op 'Idenity'; did you mean Identity?", 3, 7),
+        ("rule R {\n  y = Identity(x)\n  => y = z }", "undefined name 'z'", 4, 10),
+        ("rule R root q {\n  y = Identity(x)\n  => y = x }", "root 'q' is not the output", 2, 6),
+        ("rule R {\n  y = Relu(x, x)\n  => y = x }", "Relu takes at most 1 inputs, got 2", 3, 7),
+        ("rule R {\n  y = Relu(x) {alpah}\n  => y = x }", "Relu has no attribute 'alpah'", 3, 16),
+        ("rule R {\n  y = Relu(x)\n  where foo(x)\n  => y = x }", "unknown function 'foo'", 4, 9),
+        ("rule R {\n  y = Relu(x)\n  where rank(x, x) == 1\n  => y = x }", "rank() takes 1 arguments, got 2", 4, 9),
+        ("rule R {\n  a = Relu(x)\n  y = Relu(z)\n  => y = x }", "not connected", 2, 6),
+        ("rule R {\n  y = Relu(x)\n  => x = y }", "'x' is an input of the pattern", 4, 6),
+        ("rule R {\n  y = Relu(x)\n  => y = Sqrt(x) {...x} }", "...x: 'x' is not the output", 4, 19),
+        ("rule R {\n  y = Relu(x)\n  where Relu(x)\n  => y = x }", "op Relu() can only appear in a replacement", 4, 9),
+        ("rule R {\n  y = Conv(x)\n  => y = x }", "Conv needs at least 2 inputs", 3, 7),
+    ],
+)
 def test_static_errors_point_at_the_problem(body, message, line, column):
     error = parse_error(HEADER + body)
     assert message in error.message
@@ -130,23 +137,26 @@ def test_unknown_builtin_and_level_are_errors():
 def test_check_reports_every_error_in_source_order():
     pack = parse_pack(HEADER + "rule A { y = Nope(x) => y = x }\nrule B { y = Relu(x) => y = q }", "f")
     errors = check_pack(pack)
-    assert [(e.line, e.message.split(";")[0]) for e in errors] == [
-        (2, "unknown op 'Nope'"), (3, "undefined name 'q'")]
+    assert [(e.line, e.message.split(";")[0]) for e in errors] == [(2, "unknown op 'Nope'"), (3, "undefined name 'q'")]
 
 
 def test_no_python_evaluation_is_reachable():
-    error = parse_error(HEADER + "rule R { y = Relu(x) where __import__(\"os\") => y = x }")
+    error = parse_error(HEADER + 'rule R { y = Relu(x) where __import__("os") => y = x }')
     assert "unknown function '__import__'" in error.message
 
 
 def test_op_arity_accepts_any_opset_version():
     # Slice takes attributes before opset 10 and inputs after: both forms check.
-    load_pack_text(HEADER + "rule A { y = Slice(x) {starts, ends} where starts == ends => y = x }\n"
-                            "rule B { y = Slice(x, s, e) => y = x }")
+    load_pack_text(
+        HEADER + "rule A { y = Slice(x) {starts, ends} where starts == ends => y = x }\n"
+        "rule B { y = Slice(x, s, e) => y = x }"
+    )
 
 
 def test_keep_marks_context_nodes_and_their_nested_calls():
-    pack = load_pack_text("pack p level 1\nrule R root y {\n keep s = Shape(Abs(x))\n y = Gather(s, i)\n =>\n y = s\n}\n")
+    pack = load_pack_text(
+        "pack p level 1\nrule R root y {\n keep s = Shape(Abs(x))\n y = Gather(s, i)\n =>\n y = s\n}\n"
+    )
     (rule,) = pack.rules
     assert [eq.keep for eq in rule.equations] == [True, True, False]
 
@@ -163,12 +173,20 @@ def test_kept_context_stays_for_its_other_readers():
     from onnx import TensorProto, helper, numpy_helper
 
     import rewriter
-    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["a"], axis=0),
-             helper.make_node("Gather", ["s", "zero"], ["b"], axis=0), helper.make_node("Add", ["a", "b"], ["y"])]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])],
-                              [helper.make_tensor_value_info("y", TensorProto.INT64, [])],
-                              [numpy_helper.from_array(np.array(1, np.int64), "one"),
-                               numpy_helper.from_array(np.array(0, np.int64), "zero")])
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "one"], ["a"], axis=0),
+        helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+        helper.make_node("Add", ["a", "b"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, [])],
+        [numpy_helper.from_array(np.array(1, np.int64), "one"), numpy_helper.from_array(np.array(0, np.int64), "zero")],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
     result = rewriter.optimize(model, level="basic")
     assert result.report.applied("ShapeGatherFolding") == 1

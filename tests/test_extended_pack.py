@@ -1,4 +1,5 @@
 """The bundled extended pack (level 2), rule by rule, on CPU after partitioning."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,20 +22,28 @@ def check(before: onnx.ModelProto, rule: str, expect: bool, atol: float = 1e-5) 
 
 def gelu_graph(form: str, scale_op: str = "Div", constant: float = 1.4142135, dtype=F, shape=(2, 8)):
     scale = init("k", np.asarray(constant, np.float32))
-    nodes = [helper.make_node(scale_op, ["x", "k"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
-             helper.make_node("Add", ["e", "one"], ["a"])]
+    nodes = [
+        helper.make_node(scale_op, ["x", "k"], ["d"]),
+        helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["a"]),
+    ]
     if form == "last":
         nodes += [helper.make_node("Mul", ["x", "a"], ["m"]), helper.make_node("Mul", ["m", "half"], ["y"])]
     elif form == "first":
         nodes += [helper.make_node("Mul", ["half", "x"], ["h"]), helper.make_node("Mul", ["h", "a"], ["y"])]
     else:
         nodes += [helper.make_node("Mul", ["a", "half"], ["h"]), helper.make_node("Mul", ["x", "h"], ["y"])]
-    return model(nodes, [tensor("x", dtype, list(shape))], [tensor("y", dtype, list(shape))],
-                 [scale, init("one", np.float32(1.0)), init("half", np.float32(0.5))])
+    return model(
+        nodes,
+        [tensor("x", dtype, list(shape))],
+        [tensor("y", dtype, list(shape))],
+        [scale, init("one", np.float32(1.0)), init("half", np.float32(0.5))],
+    )
 
 
-@pytest.mark.parametrize("form, rule", [("last", "GeluErf"), ("first", "GeluErfHalfFirst"),
-                                        ("inside", "GeluErfHalfInside")])
+@pytest.mark.parametrize(
+    "form, rule", [("last", "GeluErf"), ("first", "GeluErfHalfFirst"), ("inside", "GeluErfHalfInside")]
+)
 @pytest.mark.parametrize("scale_op, constant", [("Div", 1.4142135), ("Mul", 0.70710678)])
 def test_gelu_erf_forms(form, rule, scale_op, constant):
     after = check(gelu_graph(form, scale_op, constant), rule, True)
@@ -46,29 +55,43 @@ def test_gelu_refuses_a_wrong_constant():
 
 
 def test_bias_gelu_fusion():
-    m = model([helper.make_node("Add", ["x", "bias"], ["s"]), helper.make_node("Gelu", ["s"], ["y"], domain="com.microsoft")],
-              [tensor("x", F, ["batch", 8])], [tensor("y", F, ["batch", 8])], [init("bias", rand(8))],
-              domains=["com.microsoft"])
+    m = model(
+        [helper.make_node("Add", ["x", "bias"], ["s"]), helper.make_node("Gelu", ["s"], ["y"], domain="com.microsoft")],
+        [tensor("x", F, ["batch", 8])],
+        [tensor("y", F, ["batch", 8])],
+        [init("bias", rand(8))],
+        domains=["com.microsoft"],
+    )
     after = check(m, "BiasGeluFusion", True)
     assert ops(after) == {"BiasGelu": 1}
 
 
 def test_bias_gelu_refuses_a_bias_along_another_axis():
-    m = model([helper.make_node("Add", ["x", "bias"], ["s"]), helper.make_node("Gelu", ["s"], ["y"], domain="com.microsoft")],
-              [tensor("x", F, [8, 8])], [tensor("y", F, [8, 8])], [init("bias", rand(8, 1))],
-              domains=["com.microsoft"])
+    m = model(
+        [helper.make_node("Add", ["x", "bias"], ["s"]), helper.make_node("Gelu", ["s"], ["y"], domain="com.microsoft")],
+        [tensor("x", F, [8, 8])],
+        [tensor("y", F, [8, 8])],
+        [init("bias", rand(8, 1))],
+        domains=["com.microsoft"],
+    )
     check(m, "BiasGeluFusion", False)
 
 
 def skip_ln(extra_use=False, b_shape=(2, 4, 8), axis=-1):
-    nodes = [helper.make_node("Add", ["a", "b"], ["s"]),
-             helper.make_node("LayerNormalization", ["s", "gamma", "beta"], ["y"], axis=axis, epsilon=1e-5)]
+    nodes = [
+        helper.make_node("Add", ["a", "b"], ["s"]),
+        helper.make_node("LayerNormalization", ["s", "gamma", "beta"], ["y"], axis=axis, epsilon=1e-5),
+    ]
     outputs = [tensor("y", F, [2, 4, 8])]
     if extra_use:
         nodes.append(helper.make_node("Neg", ["s"], ["z"]))
         outputs.append(tensor("z", F, [2, 4, 8]))
-    return model(nodes, [tensor("a", F, [2, 4, 8]), tensor("b", F, list(b_shape))], outputs,
-                 [init("gamma", rand(8)), init("beta", rand(8))])
+    return model(
+        nodes,
+        [tensor("a", F, [2, 4, 8]), tensor("b", F, list(b_shape))],
+        outputs,
+        [init("gamma", rand(8)), init("beta", rand(8))],
+    )
 
 
 @pytest.mark.parametrize("axis", [-1, 2])
@@ -89,24 +112,37 @@ def test_skip_layer_norm_refuses_broadcasting_and_other_axes():
 
 @pytest.mark.parametrize("op, rule", [("Div", "MatMulDivFusion"), ("Mul", "MatMulScaleFusion")])
 def test_matmul_scale_fusion(op, rule):
-    m = model([helper.make_node("MatMul", ["a", "b"], ["m"]), helper.make_node(op, ["m", "c"], ["y"])],
-              [tensor("a", F, [2, 3, 4]), tensor("b", F, [2, 4, 5])], [tensor("y", F, [2, 3, 5])],
-              [init("c", np.float32(8.0))])
+    m = model(
+        [helper.make_node("MatMul", ["a", "b"], ["m"]), helper.make_node(op, ["m", "c"], ["y"])],
+        [tensor("a", F, [2, 3, 4]), tensor("b", F, [2, 4, 5])],
+        [tensor("y", F, [2, 3, 5])],
+        [init("c", np.float32(8.0))],
+    )
     after = check(m, rule, True)
     assert ops(after) == {"FusedMatMul": 1}
 
 
 def test_matmul_scale_fusion_refuses_a_tensor_scale():
-    m = model([helper.make_node("MatMul", ["a", "b"], ["m"]), helper.make_node("Div", ["m", "c"], ["y"])],
-              [tensor("a", F, [3, 4]), tensor("b", F, [4, 5])], [tensor("y", F, [3, 5])], [init("c", rand(5) + 3)])
+    m = model(
+        [helper.make_node("MatMul", ["a", "b"], ["m"]), helper.make_node("Div", ["m", "c"], ["y"])],
+        [tensor("a", F, [3, 4]), tensor("b", F, [4, 5])],
+        [tensor("y", F, [3, 5])],
+        [init("c", rand(5) + 3)],
+    )
     check(m, "MatMulDivFusion", False)
 
 
 def test_fused_matmul_absorbs_a_further_division():
-    m = model([helper.make_node("FusedMatMul", ["a", "b"], ["m"], domain="com.microsoft", alpha=2.0, transB=1),
-               helper.make_node("Div", ["m", "c"], ["y"])],
-              [tensor("a", F, [3, 4]), tensor("b", F, [5, 4])], [tensor("y", F, [3, 5])], [init("c", np.float32(4.0))],
-              domains=["com.microsoft"])
+    m = model(
+        [
+            helper.make_node("FusedMatMul", ["a", "b"], ["m"], domain="com.microsoft", alpha=2.0, transB=1),
+            helper.make_node("Div", ["m", "c"], ["y"]),
+        ],
+        [tensor("a", F, [3, 4]), tensor("b", F, [5, 4])],
+        [tensor("y", F, [3, 5])],
+        [init("c", np.float32(4.0))],
+        domains=["com.microsoft"],
+    )
     after = check(m, "FusedMatMulDivFusion", True)
     attrs = {a.name: helper.get_attribute_value(a) for a in after.graph.node[0].attribute}
     assert attrs == {"alpha": 0.5, "transB": 1}
@@ -114,18 +150,30 @@ def test_fused_matmul_absorbs_a_further_division():
 
 @pytest.mark.parametrize("c_shape", [[5], [1, 5], [3, 5], [3, 1], []])
 def test_matmul_add_fusion_to_gemm(c_shape):
-    m = model([helper.make_node("MatMul", ["a", "b"], ["m"]), helper.make_node("Add", ["m", "c"], ["y"])],
-              [tensor("a", F, [3, 4])], [tensor("y", F, [3, 5])], [init("b", rand(4, 5)), init("c", rand(*c_shape))])
+    m = model(
+        [helper.make_node("MatMul", ["a", "b"], ["m"]), helper.make_node("Add", ["m", "c"], ["y"])],
+        [tensor("a", F, [3, 4])],
+        [tensor("y", F, [3, 5])],
+        [init("b", rand(4, 5)), init("c", rand(*c_shape))],
+    )
     after = check(m, "MatMulAddFusion", True)
     assert ops(after) == {"Gemm": 1}
 
 
 def test_matmul_add_refuses_batched_and_broadcasting_addends():
-    batched = model([helper.make_node("MatMul", ["a", "b"], ["m"]), helper.make_node("Add", ["m", "c"], ["y"])],
-                    [tensor("a", F, [2, 3, 4])], [tensor("y", F, [2, 3, 5])], [init("b", rand(4, 5)), init("c", rand(5))])
+    batched = model(
+        [helper.make_node("MatMul", ["a", "b"], ["m"]), helper.make_node("Add", ["m", "c"], ["y"])],
+        [tensor("a", F, [2, 3, 4])],
+        [tensor("y", F, [2, 3, 5])],
+        [init("b", rand(4, 5)), init("c", rand(5))],
+    )
     check(batched, "MatMulAddFusion", False)
-    wider = model([helper.make_node("MatMul", ["a", "b"], ["m"]), helper.make_node("Add", ["m", "c"], ["y"])],
-                  [tensor("a", F, [1, 4])], [tensor("y", F, [3, 5])], [init("b", rand(4, 5)), init("c", rand(3, 5))])
+    wider = model(
+        [helper.make_node("MatMul", ["a", "b"], ["m"]), helper.make_node("Add", ["m", "c"], ["y"])],
+        [tensor("a", F, [1, 4])],
+        [tensor("y", F, [3, 5])],
+        [init("b", rand(4, 5)), init("c", rand(3, 5))],
+    )
     check(wider, "MatMulAddFusion", False)
 
 
@@ -149,9 +197,13 @@ def conv_then(nodes, inits=(), opset=17, z_shape=None):
     inputs = [tensor("x", F, [1, 3, 6, 6])]
     if z_shape is not None:
         inputs.append(tensor("z", F, z_shape))
-    return model([helper.make_node("Conv", ["x", "W", "B"], ["c"], pads=[1, 1, 1, 1])] + nodes, inputs,
-                 [tensor("y", F, [1, 4, 6, 6])], [init("W", rand(4, 3, 3, 3)), init("B", rand(4)), *inits],
-                 opset=opset)
+    return model(
+        [helper.make_node("Conv", ["x", "W", "B"], ["c"], pads=[1, 1, 1, 1])] + nodes,
+        inputs,
+        [tensor("y", F, [1, 4, 6, 6])],
+        [init("W", rand(4, 3, 3, 3)), init("B", rand(4)), *inits],
+        opset=opset,
+    )
 
 
 @pytest.mark.parametrize("activation", ["Relu", "Sigmoid", "Tanh"])
@@ -167,32 +219,42 @@ def test_conv_leaky_relu_and_clip_fusions_carry_their_parameters():
     after = check(conv_then([helper.make_node("LeakyRelu", ["c"], ["y"], alpha=0.2)]), "ConvLeakyReluFusion", True)
     params = [helper.get_attribute_value(a) for a in after.graph.node[0].attribute if a.name == "activation_params"]
     assert np.allclose(params, [[0.2]])
-    clip = conv_then([helper.make_node("Clip", ["c", "lo", "hi"], ["y"])],
-                     [init("lo", np.float32(0)), init("hi", np.float32(6))])
+    clip = conv_then(
+        [helper.make_node("Clip", ["c", "lo", "hi"], ["y"])], [init("lo", np.float32(0)), init("hi", np.float32(6))]
+    )
     check(clip, "ConvClipFusion", True)
 
 
 def test_conv_add_relu_fusion_takes_a_same_shape_residual():
-    m = conv_then([helper.make_node("Add", ["c", "z"], ["s"]), helper.make_node("Relu", ["s"], ["y"])],
-                  z_shape=[1, 4, 6, 6])
+    m = conv_then(
+        [helper.make_node("Add", ["c", "z"], ["s"]), helper.make_node("Relu", ["s"], ["y"])], z_shape=[1, 4, 6, 6]
+    )
     after = check(m, "ConvAddReluFusion", True)
     assert [n.op_type for n in after.graph.node] == ["FusedConv"] and len(after.graph.node[0].input) == 4
 
 
 def test_conv_add_relu_fusion_refuses_a_broadcasting_addend():
-    m = conv_then([helper.make_node("Add", ["c", "z"], ["s"]), helper.make_node("Relu", ["s"], ["y"])],
-                  z_shape=[1, 4, 1, 1])
+    m = conv_then(
+        [helper.make_node("Add", ["c", "z"], ["s"]), helper.make_node("Relu", ["s"], ["y"])], z_shape=[1, 4, 1, 1]
+    )
     check(m, "ConvAddReluFusion", False)
 
 
 def fast_gelu_graph(k1=0.044715):
-    nodes = [helper.make_node("Pow", ["x", "three"], ["p"]), helper.make_node("Mul", ["p", "k1"], ["q"]),
-             helper.make_node("Add", ["x", "q"], ["s"]), helper.make_node("Mul", ["s", "k2"], ["u"]),
-             helper.make_node("Tanh", ["u"], ["h"]), helper.make_node("Add", ["h", "one"], ["a"]),
-             helper.make_node("Mul", ["x", "half"], ["xh"]), helper.make_node("Mul", ["xh", "a"], ["y"])]
+    nodes = [
+        helper.make_node("Pow", ["x", "three"], ["p"]),
+        helper.make_node("Mul", ["p", "k1"], ["q"]),
+        helper.make_node("Add", ["x", "q"], ["s"]),
+        helper.make_node("Mul", ["s", "k2"], ["u"]),
+        helper.make_node("Tanh", ["u"], ["h"]),
+        helper.make_node("Add", ["h", "one"], ["a"]),
+        helper.make_node("Mul", ["x", "half"], ["xh"]),
+        helper.make_node("Mul", ["xh", "a"], ["y"]),
+    ]
     consts = {"three": 3.0, "k1": k1, "k2": 0.7978845608, "one": 1.0, "half": 0.5}
-    return model(nodes, [tensor("x", F, [2, 8])], [tensor("y", F, [2, 8])],
-                 [init(k, np.float32(v)) for k, v in consts.items()])
+    return model(
+        nodes, [tensor("x", F, [2, 8])], [tensor("y", F, [2, 8])], [init(k, np.float32(v)) for k, v in consts.items()]
+    )
 
 
 def test_fast_gelu_fusion():
@@ -202,9 +264,16 @@ def test_fast_gelu_fusion():
 
 
 def test_quick_gelu_fusion_carries_alpha():
-    m = model([helper.make_node("Mul", ["x", "k"], ["kx"]), helper.make_node("Sigmoid", ["kx"], ["g"]),
-               helper.make_node("Mul", ["x", "g"], ["y"])],
-              [tensor("x", F, [2, 8])], [tensor("y", F, [2, 8])], [init("k", np.float32(1.702))])
+    m = model(
+        [
+            helper.make_node("Mul", ["x", "k"], ["kx"]),
+            helper.make_node("Sigmoid", ["kx"], ["g"]),
+            helper.make_node("Mul", ["x", "g"], ["y"]),
+        ],
+        [tensor("x", F, [2, 8])],
+        [tensor("y", F, [2, 8])],
+        [init("k", np.float32(1.702))],
+    )
     after = check(m, "QuickGeluFusion", True)
     assert np.isclose(helper.get_attribute_value(after.graph.node[0].attribute[0]), 1.702)
 
@@ -215,21 +284,35 @@ def decomposed_layer_norm(opset=17, axes=(-1,), residual=False, eps=1e-5):
     if residual:
         nodes.append(helper.make_node("Add", ["a", "b"], ["x"]))
     if opset >= 18:  # axes became an input
-        nodes += [helper.make_node("ReduceMean", [x, "axes"], ["m"]),
-                  helper.make_node("Sub", [x, "m"], ["d"]), helper.make_node("Pow", ["d", "two"], ["p"]),
-                  helper.make_node("ReduceMean", ["p", "axes"], ["v"])]
+        nodes += [
+            helper.make_node("ReduceMean", [x, "axes"], ["m"]),
+            helper.make_node("Sub", [x, "m"], ["d"]),
+            helper.make_node("Pow", ["d", "two"], ["p"]),
+            helper.make_node("ReduceMean", ["p", "axes"], ["v"]),
+        ]
     else:
-        nodes += [helper.make_node("ReduceMean", [x], ["m"], axes=list(axes)),
-                  helper.make_node("Sub", [x, "m"], ["d"]), helper.make_node("Pow", ["d", "two"], ["p"]),
-                  helper.make_node("ReduceMean", ["p"], ["v"], axes=list(axes))]
-    nodes += [helper.make_node("Add", ["v", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["s"]),
-              helper.make_node("Div", ["d", "s"], ["n"]), helper.make_node("Mul", ["n", "gamma"], ["g"]),
-              helper.make_node("Add", ["g", "beta"], ["y"])]
+        nodes += [
+            helper.make_node("ReduceMean", [x], ["m"], axes=list(axes)),
+            helper.make_node("Sub", [x, "m"], ["d"]),
+            helper.make_node("Pow", ["d", "two"], ["p"]),
+            helper.make_node("ReduceMean", ["p"], ["v"], axes=list(axes)),
+        ]
+    nodes += [
+        helper.make_node("Add", ["v", "eps"], ["ve"]),
+        helper.make_node("Sqrt", ["ve"], ["s"]),
+        helper.make_node("Div", ["d", "s"], ["n"]),
+        helper.make_node("Mul", ["n", "gamma"], ["g"]),
+        helper.make_node("Add", ["g", "beta"], ["y"]),
+    ]
     inputs = [tensor("a", F, [2, 4, 8]), tensor("b", F, [2, 4, 8])] if residual else [tensor("x", F, [2, 4, 8])]
-    return model(nodes, inputs, [tensor("y", F, [2, 4, 8])],
-                 [init("two", np.float32(2)), init("eps", np.float32(eps)), init("gamma", rand(8)),
-                  init("beta", rand(8))] + ([init("axes", np.array(axes, np.int64))] if opset >= 18 else []),
-                 opset=opset)
+    return model(
+        nodes,
+        inputs,
+        [tensor("y", F, [2, 4, 8])],
+        [init("two", np.float32(2)), init("eps", np.float32(eps)), init("gamma", rand(8)), init("beta", rand(8))]
+        + ([init("axes", np.array(axes, np.int64))] if opset >= 18 else []),
+        opset=opset,
+    )
 
 
 @pytest.mark.parametrize("opset", [17, 18])
@@ -255,16 +338,26 @@ def attention_graph(softmax_axis=-1, heads=2, head_size=4):
     split = np.array([2, 3, heads, head_size], np.int64)
     nodes = []
     for name, perm in (("q", (0, 2, 1, 3)), ("k", (0, 2, 3, 1)), ("v", (0, 2, 1, 3))):
-        nodes += [helper.make_node("Reshape", [name, "split"], [f"{name}r"]),
-                  helper.make_node("Transpose", [f"{name}r"], [f"{name}t"], perm=list(perm))]
-    nodes += [helper.make_node("FusedMatMul", ["qt", "kt"], ["s"], domain="com.microsoft", alpha=0.5),
-              helper.make_node("Add", ["s", "mask"], ["a"]), helper.make_node("Softmax", ["a"], ["p"], axis=softmax_axis),
-              helper.make_node("MatMul", ["p", "vt"], ["o"]),
-              helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
-              helper.make_node("Reshape", ["ot", "merge"], ["y"])]
+        nodes += [
+            helper.make_node("Reshape", [name, "split"], [f"{name}r"]),
+            helper.make_node("Transpose", [f"{name}r"], [f"{name}t"], perm=list(perm)),
+        ]
+    nodes += [
+        helper.make_node("FusedMatMul", ["qt", "kt"], ["s"], domain="com.microsoft", alpha=0.5),
+        helper.make_node("Add", ["s", "mask"], ["a"]),
+        helper.make_node("Softmax", ["a"], ["p"], axis=softmax_axis),
+        helper.make_node("MatMul", ["p", "vt"], ["o"]),
+        helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["ot", "merge"], ["y"]),
+    ]
     inputs = [tensor(n, F, [2, 3, hidden]) for n in "qkv"] + [tensor("mask", F, [2, 1, 3, 3])]
-    return model(nodes, inputs, [tensor("y", F, [2, 3, hidden])],
-                 [init("split", split), init("merge", np.array([2, 3, hidden], np.int64))], domains=["com.microsoft"])
+    return model(
+        nodes,
+        inputs,
+        [tensor("y", F, [2, 3, hidden])],
+        [init("split", split), init("merge", np.array([2, 3, hidden], np.int64))],
+        domains=["com.microsoft"],
+    )
 
 
 def test_multi_head_attention_fusion():
@@ -284,8 +377,10 @@ def projected_attention_graph(mask=True, cross=False):
     nodes, inits = [], []
     for name in "qkv":
         source = "x2" if cross and name != "q" else "x"
-        nodes += [helper.make_node("MatMul", [source, f"w{name}"], [f"{name}m"]),
-                  helper.make_node("Add", [f"b{name}", f"{name}m"], [name])]
+        nodes += [
+            helper.make_node("MatMul", [source, f"w{name}"], [f"{name}m"]),
+            helper.make_node("Add", [f"b{name}", f"{name}m"], [name]),
+        ]
         inits += [init(f"w{name}", rand(hidden, hidden)), init(f"b{name}", rand(hidden))]
     base = attention_graph(heads=heads, head_size=hidden // heads)
     nodes += list(base.graph.node)
@@ -293,10 +388,14 @@ def projected_attention_graph(mask=True, cross=False):
         nodes = [n for n in nodes if n.op_type != "Add" or n.input[1] != "mask"]
         softmax = next(n for n in nodes if n.op_type == "Softmax")
         softmax.input[0] = "s"
-    inputs = [tensor("x", F, [2, 3, hidden])] + ([tensor("x2", F, [2, 3, hidden])] if cross else []) \
+    inputs = (
+        [tensor("x", F, [2, 3, hidden])]
+        + ([tensor("x2", F, [2, 3, hidden])] if cross else [])
         + ([tensor("mask", F, [2, 1, 3, 3])] if mask else [])
-    return model(nodes, inputs, [tensor("y", F, [2, 3, hidden])], list(base.graph.initializer) + inits,
-                 domains=["com.microsoft"])
+    )
+    return model(
+        nodes, inputs, [tensor("y", F, [2, 3, hidden])], list(base.graph.initializer) + inits, domains=["com.microsoft"]
+    )
 
 
 def test_attention_fusion_packs_the_projections():
@@ -321,6 +420,7 @@ def rewriter_extended(before: onnx.ModelProto) -> onnx.ModelProto:
     from helpers import assert_same_outputs
 
     import rewriter
+
     after = rewriter.optimize(before, level="extended", providers="CPU").model
     assert_same_outputs(before, after, atol=1e-4)
     onnx.checker.check_model(after, full_check=True)
@@ -328,11 +428,19 @@ def rewriter_extended(before: onnx.ModelProto) -> onnx.ModelProto:
 
 
 def nan_guard_graph(low: float):
-    nodes = [helper.make_node("Where", ["c", "zero", "low"], ["mask"]),
-             helper.make_node("Add", ["s", "mask"], ["a"]), helper.make_node("Softmax", ["a"], ["p"], axis=-1),
-             helper.make_node("IsNaN", ["p"], ["n"]), helper.make_node("Where", ["n", "zero", "p"], ["y"])]
-    return model(nodes, [tensor("s", F, [2, 2, 3, 3]), tensor("c", TensorProto.BOOL, [2, 1, 1, 3])],
-                 [tensor("y", F, [2, 2, 3, 3])], [init("zero", np.float32(0.0)), init("low", np.float32(low))])
+    nodes = [
+        helper.make_node("Where", ["c", "zero", "low"], ["mask"]),
+        helper.make_node("Add", ["s", "mask"], ["a"]),
+        helper.make_node("Softmax", ["a"], ["p"], axis=-1),
+        helper.make_node("IsNaN", ["p"], ["n"]),
+        helper.make_node("Where", ["n", "zero", "p"], ["y"]),
+    ]
+    return model(
+        nodes,
+        [tensor("s", F, [2, 2, 3, 3]), tensor("c", TensorProto.BOOL, [2, 1, 1, 3])],
+        [tensor("y", F, [2, 2, 3, 3])],
+        [init("zero", np.float32(0.0)), init("low", np.float32(low))],
+    )
 
 
 def test_softmax_nan_guard_goes_with_a_small_finite_mask_only():
@@ -346,23 +454,40 @@ def test_softmax_nan_guard_goes_with_a_small_finite_mask_only():
 
 @pytest.mark.parametrize("scaled", ["A", "B"])
 def test_matmul_scaled_input_fusion(scaled):
-    nodes = [helper.make_node("Mul", [scaled.lower(), "c"], ["sc"]),
-             helper.make_node("MatMul", ["sc", "b"] if scaled == "A" else ["a", "sc"], ["y"])]
-    before = model(nodes, [tensor("a", F, [2, 3, 4]), tensor("b", F, [2, 4, 5])], [tensor("y", F, [2, 3, 5])],
-                   [init("c", np.float32(0.25))])
+    nodes = [
+        helper.make_node("Mul", [scaled.lower(), "c"], ["sc"]),
+        helper.make_node("MatMul", ["sc", "b"] if scaled == "A" else ["a", "sc"], ["y"]),
+    ]
+    before = model(
+        nodes,
+        [tensor("a", F, [2, 3, 4]), tensor("b", F, [2, 4, 5])],
+        [tensor("y", F, [2, 3, 5])],
+        [init("c", np.float32(0.25))],
+    )
     after = check(before, f"MatMulScaledInput{scaled}Fusion", True)
     (node,) = after.graph.node
     assert node.op_type == "FusedMatMul" and list(node.input) == ["a", "b"]
 
 
 def test_skip_layer_norm_takes_the_bias_of_its_input():
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "bias"], ["s"]),
-             helper.make_node("SkipLayerNormalization", ["s", "skip", "gamma", "beta"], ["y", "", "", "sum"],
-                              domain="com.microsoft", epsilon=1e-5)]
-    before = model(nodes, [tensor("x", F, [2, 3, 4]), tensor("skip", F, [2, 3, 4])],
-                   [tensor("y", F, [2, 3, 4]), tensor("sum", F, [2, 3, 4])],
-                   [init("w", rand(4, 4)), init("bias", rand(4)), init("gamma", rand(4)), init("beta", rand(4))],
-                   domains=["com.microsoft"])
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["m"]),
+        helper.make_node("Add", ["m", "bias"], ["s"]),
+        helper.make_node(
+            "SkipLayerNormalization",
+            ["s", "skip", "gamma", "beta"],
+            ["y", "", "", "sum"],
+            domain="com.microsoft",
+            epsilon=1e-5,
+        ),
+    ]
+    before = model(
+        nodes,
+        [tensor("x", F, [2, 3, 4]), tensor("skip", F, [2, 3, 4])],
+        [tensor("y", F, [2, 3, 4]), tensor("sum", F, [2, 3, 4])],
+        [init("w", rand(4, 4)), init("bias", rand(4)), init("gamma", rand(4)), init("beta", rand(4))],
+        domains=["com.microsoft"],
+    )
     after = check(before, "SkipLayerNormBiasFusion", True)
     node = next(n for n in after.graph.node if n.op_type == "SkipLayerNormalization")
     assert list(node.input) == ["m", "skip", "gamma", "beta", "bias"] and list(node.output) == ["y", "", "", "sum"]
@@ -385,8 +510,14 @@ def test_decomposed_layer_norm_over_a_shared_residual_keeps_the_sum():
 
 def test_gemm_activation_fusion_is_cpu_only():
     import rewriter
-    nodes = [helper.make_node("Gemm", ["a", "b", "c"], ["g"], transB=1), helper.make_node("LeakyRelu", ["g"], ["y"], alpha=0.2)]
-    before = model(nodes, [tensor("a", F, [3, 4])], [tensor("y", F, [3, 5])], [init("b", rand(5, 4)), init("c", rand(5))])
+
+    nodes = [
+        helper.make_node("Gemm", ["a", "b", "c"], ["g"], transB=1),
+        helper.make_node("LeakyRelu", ["g"], ["y"], alpha=0.2),
+    ]
+    before = model(
+        nodes, [tensor("a", F, [3, 4])], [tensor("y", F, [3, 5])], [init("b", rand(5, 4)), init("c", rand(5))]
+    )
     after = check(before, "GemmLeakyReluFusion", True)
     (node,) = after.graph.node
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
@@ -396,17 +527,30 @@ def test_gemm_activation_fusion_is_cpu_only():
 
 def rms_norm_graph(opset=23, residual=False, reciprocal=False, axis=-1):
     nodes = [helper.make_node("Add", ["a", "b"], ["x"])] if residual else []
-    nodes += [helper.make_node("Pow", ["x", "two"], ["p"]), helper.make_node("ReduceMean", ["p", "axes"], ["v"]),
-              helper.make_node("Add", ["v", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["r"])]
+    nodes += [
+        helper.make_node("Pow", ["x", "two"], ["p"]),
+        helper.make_node("ReduceMean", ["p", "axes"], ["v"]),
+        helper.make_node("Add", ["v", "eps"], ["ve"]),
+        helper.make_node("Sqrt", ["ve"], ["r"]),
+    ]
     if reciprocal:
         nodes += [helper.make_node("Reciprocal", ["r"], ["ir"]), helper.make_node("Mul", ["x", "ir"], ["n"])]
     else:
         nodes.append(helper.make_node("Div", ["x", "r"], ["n"]))
     nodes.append(helper.make_node("Mul", ["n", "gamma"], ["y"]))
     inputs = [tensor("a", F, [2, 4, 8]), tensor("b", F, [2, 4, 8])] if residual else [tensor("x", F, [2, 4, 8])]
-    return model(nodes, inputs, [tensor("y", F, [2, 4, 8])],
-                 [init("two", np.float32(2)), init("eps", np.float32(1e-6)), init("gamma", rand(8)),
-                  init("axes", np.array([axis], np.int64))], opset=opset)
+    return model(
+        nodes,
+        inputs,
+        [tensor("y", F, [2, 4, 8])],
+        [
+            init("two", np.float32(2)),
+            init("eps", np.float32(1e-6)),
+            init("gamma", rand(8)),
+            init("axes", np.array([axis], np.int64)),
+        ],
+        opset=opset,
+    )
 
 
 def test_rms_norm_fusion():
@@ -424,24 +568,47 @@ def test_rms_norm_over_a_residual_is_skip_simplified_layer_norm_at_any_opset():
 
 
 def embeddings_graph(shared_sum=False):
-    nodes = [helper.make_node("Gather", ["word", "ids"], ["w"], axis=0),
-             helper.make_node("Gather", ["seg", "types"], ["t"], axis=0), helper.make_node("Add", ["w", "t"], ["a"]),
-             helper.make_node("SkipLayerNormalization", ["a", "p", "gamma", "beta"],
-                              ["y", "", "", "sum"] if shared_sum else ["y"], domain="com.microsoft", epsilon=1e-5)]
+    nodes = [
+        helper.make_node("Gather", ["word", "ids"], ["w"], axis=0),
+        helper.make_node("Gather", ["seg", "types"], ["t"], axis=0),
+        helper.make_node("Add", ["w", "t"], ["a"]),
+        helper.make_node(
+            "SkipLayerNormalization",
+            ["a", "p", "gamma", "beta"],
+            ["y", "", "", "sum"] if shared_sum else ["y"],
+            domain="com.microsoft",
+            epsilon=1e-5,
+        ),
+    ]
     outputs = [tensor("y", F, [2, 5, 8])] + ([tensor("sum", F, [2, 5, 8])] if shared_sum else [])
-    return model(nodes, [tensor("ids", TensorProto.INT64, [2, 5]), tensor("types", TensorProto.INT64, [2, 5])], outputs,
-                 [init("word", rand(7, 8)), init("seg", rand(2, 8)), init("p", rand(1, 5, 8)), init("gamma", rand(8)),
-                  init("beta", rand(8))], domains=["com.microsoft"])
+    return model(
+        nodes,
+        [tensor("ids", TensorProto.INT64, [2, 5]), tensor("types", TensorProto.INT64, [2, 5])],
+        outputs,
+        [
+            init("word", rand(7, 8)),
+            init("seg", rand(2, 8)),
+            init("p", rand(1, 5, 8)),
+            init("gamma", rand(8)),
+            init("beta", rand(8)),
+        ],
+        domains=["com.microsoft"],
+    )
 
 
 @pytest.mark.parametrize("shared_sum", [False, True])
 def test_embed_layer_norm_fusion(shared_sum):
 
     import rewriter
+
     before = embeddings_graph(shared_sum)
     after = rewriter.optimize(before, level="extended", providers="CPU").model
-    feeds = {"ids": np.array([[1, 2, 3, 4, 5], [6, 0, 1, 2, 3]], np.int64), "types": np.array([[0, 0, 1, 1, 0]] * 2, np.int64)}
+    feeds = {
+        "ids": np.array([[1, 2, 3, 4, 5], [6, 0, 1, 2, 3]], np.int64),
+        "types": np.array([[0, 0, 1, 1, 0]] * 2, np.int64),
+    }
     from helpers import run
+
     for x, y in zip(run(before, feeds), run(after, feeds)):
         np.testing.assert_allclose(x, y, atol=1e-5)
     onnx.checker.check_model(after, full_check=True)

@@ -6,6 +6,7 @@ traceback (or, where the input was valid, a correct result), and the directory i
 in holds the same files with the same contents afterwards (nothing replaced, nothing left
 behind).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -40,8 +41,15 @@ def _limit() -> None:
 
 
 def run_cli(*args, cwd: Path, timeout: int = 120, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rewriter", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout, preexec_fn=_limit, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "rewriter", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=_limit,
+        **kwargs,
+    )
 
 
 def snapshot(directory: Path) -> dict[str, object]:
@@ -79,8 +87,9 @@ def refused_untouched(tmp_path: Path, *args, fragments=(), **kwargs) -> str:
 
 def small_model() -> onnx.ModelProto:
     w = numpy_helper.from_array(np.arange(2048, dtype=np.float32), "w")
-    return model([helper.make_node("Add", ["x", "w"], ["y"])], [tensor("x", shape=[2048])],
-                 [tensor("y", shape=[2048])], [w])
+    return model(
+        [helper.make_node("Add", ["x", "w"], ["y"])], [tensor("x", shape=[2048])], [tensor("y", shape=[2048])], [w]
+    )
 
 
 @pytest.fixture
@@ -113,8 +122,12 @@ def test_output_to_a_fifo_nobody_reads_is_refused_not_a_hang(work):
 def test_output_to_a_fifo_with_a_reader_streams_the_model(work):
     os.mkfifo(work / "pipe")
     received: list[bytes] = []
-    proc = subprocess.Popen([sys.executable, "-m", "rewriter", "optimize", "in.onnx", "-o", "pipe", "-q", *FAST],
-                            cwd=work, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rewriter", "optimize", "in.onnx", "-o", "pipe", "-q", *FAST],
+        cwd=work,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     reader = threading.Thread(target=lambda: received.append((work / "pipe").read_bytes()))
     reader.start()
     proc.wait(timeout=120)
@@ -124,13 +137,17 @@ def test_output_to_a_fifo_with_a_reader_streams_the_model(work):
     assert stat.S_ISFIFO(os.stat(work / "pipe").st_mode)
 
 
-@pytest.mark.parametrize("make_output", [
-    lambda d: os.symlink("in.onnx", d / "link.onnx") or "link.onnx",          # symlink to the input
-    lambda d: os.link(d / "in.onnx", d / "hard.onnx") or "hard.onnx",          # hard link to it
-    slow(lambda d: "./in.onnx"),                                               # the input, spelled otherwise
-    lambda d: (d / "sub").mkdir() or "sub/../in.onnx",                         # through ..
-    slow(lambda d: str((d / "in.onnx").resolve())),                            # absolute
-], ids=["symlink", "hardlink", "dot", "dotdot", "absolute"])
+@pytest.mark.parametrize(
+    "make_output",
+    [
+        lambda d: os.symlink("in.onnx", d / "link.onnx") or "link.onnx",  # symlink to the input
+        lambda d: os.link(d / "in.onnx", d / "hard.onnx") or "hard.onnx",  # hard link to it
+        slow(lambda d: "./in.onnx"),  # the input, spelled otherwise
+        lambda d: (d / "sub").mkdir() or "sub/../in.onnx",  # through ..
+        slow(lambda d: str((d / "in.onnx").resolve())),  # absolute
+    ],
+    ids=["symlink", "hardlink", "dot", "dotdot", "absolute"],
+)
 def test_output_that_is_the_input_is_refused(work, make_output):
     output = make_output(work)
     refused_untouched(work, "optimize", "in.onnx", "-o", output, *FAST, fragments=("is an input of this run",))
@@ -138,15 +155,28 @@ def test_output_that_is_the_input_is_refused(work, make_output):
 
 def test_output_that_is_a_rules_file_of_the_run_is_refused(work):
     (work / "mine.rules").write_text("pack m level 1\n")
-    refused_untouched(work, "optimize", "in.onnx", "-o", "mine.rules", "--rules", "mine.rules",
-                      *FAST, fragments=("is an input of this run",))
+    refused_untouched(
+        work,
+        "optimize",
+        "in.onnx",
+        "-o",
+        "mine.rules",
+        "--rules",
+        "mine.rules",
+        *FAST,
+        fragments=("is an input of this run",),
+    )
 
 
-@pytest.mark.parametrize("make_output, message", [
-    (lambda d: (d / "out").mkdir() or "out", "is a directory"),
-    (lambda d: os.symlink("nowhere.onnx", d / "dangling.onnx") or "dangling.onnx", "does not exist"),
-    slow(lambda d: "missing/out.onnx", "does not exist"),
-], ids=["directory", "dangling-symlink", "missing-directory"])
+@pytest.mark.parametrize(
+    "make_output, message",
+    [
+        (lambda d: (d / "out").mkdir() or "out", "is a directory"),
+        (lambda d: os.symlink("nowhere.onnx", d / "dangling.onnx") or "dangling.onnx", "does not exist"),
+        slow(lambda d: "missing/out.onnx", "does not exist"),
+    ],
+    ids=["directory", "dangling-symlink", "missing-directory"],
+)
 def test_output_that_cannot_be_a_model_file_is_refused(work, make_output, message):
     refused_untouched(work, "optimize", "in.onnx", "-o", make_output(work), *FAST, fragments=(message,))
 
@@ -164,14 +194,25 @@ def test_output_through_a_symlink_replaces_its_target_and_keeps_the_link(work):
 # ------------------------------------------------------------------------ external data names
 
 
-@pytest.mark.parametrize("name", ["in.onnx", "out.onnx", "other.bin", "in.data", slow("link.bin"), slow("sub/x.bin"),
-                                  slow(".."), slow(".")])
+@pytest.mark.parametrize(
+    "name", ["in.onnx", "out.onnx", "other.bin", "in.data", slow("link.bin"), slow("sub/x.bin"), slow(".."), slow(".")]
+)
 def test_external_data_file_that_is_not_this_runs_own_is_refused(tmp_path, name):
     onnx.save(small_model(), str(tmp_path / "in.onnx"), save_as_external_data=True, location="in.data")
     (tmp_path / "other.bin").write_bytes(b"someone else's")
     os.symlink("in.onnx", tmp_path / "link.bin")
-    refused_untouched(tmp_path, "optimize", "in.onnx", "-o", "out.onnx", "--external-data", "always",
-                      "--external-data-file", name, *FAST)
+    refused_untouched(
+        tmp_path,
+        "optimize",
+        "in.onnx",
+        "-o",
+        "out.onnx",
+        "--external-data",
+        "always",
+        "--external-data-file",
+        name,
+        *FAST,
+    )
 
 
 def test_external_data_file_of_the_output_being_replaced_is_written_again(work):
@@ -207,19 +248,27 @@ SIGNAL_SCRIPT = textwrap.dedent("""
 
 @pytest.mark.parametrize("sig", ["SIGTERM", slow("SIGHUP"), slow("SIGINT")])
 def test_a_signal_while_writing_leaves_no_temporary_file(work, sig):
-    script = SIGNAL_SCRIPT.format(target="output_file.Writing.write", patch="output_file.Writing.write",
-                                  at=3, signal=sig)
+    script = SIGNAL_SCRIPT.format(
+        target="output_file.Writing.write", patch="output_file.Writing.write", at=3, signal=sig
+    )
     before = snapshot(work)
-    proc = subprocess.run([sys.executable, "-c", script], cwd=work, capture_output=True, text=True,
-                          timeout=120, preexec_fn=_limit)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=work, capture_output=True, text=True, timeout=120, preexec_fn=_limit
+    )
     assert_refused(proc, f"interrupted by {sig}")
     assert snapshot(work) == before
 
 
 def test_a_signal_between_renaming_the_data_and_the_model_waits_for_both(work):
     script = SIGNAL_SCRIPT.format(target="os.replace", patch="output_file.os.replace", at=1, signal="SIGTERM")
-    proc = subprocess.run([sys.executable, "-c", "import os\n" + script], cwd=work, capture_output=True,
-                          text=True, timeout=120, preexec_fn=_limit)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import os\n" + script],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_limit,
+    )
     assert_refused(proc, "interrupted by SIGTERM")
     assert sorted(os.listdir(work)) == ["in.onnx", "out.onnx", "out.onnx.data"]  # both, consistent
     onnx.checker.check_model(str(work / "out.onnx"), full_check=True)
@@ -233,64 +282,124 @@ def _rules(directory: Path, let: str, name: str = "h.rules") -> str:
     return name
 
 
-@pytest.mark.parametrize("let", [
-    "((((10**60)**60)**60)**60)",
-    '"ab" * 10**9',
-    slow("[0] * 10**8"),
-    "reshape(arange(30000), [-1, 1]) * arange(30000)",
-    "concat([zeros([10000000]), zeros([10000000]), zeros([10000000]), zeros([10000000])])",
-    slow("arange(10**12)"),
-    slow("full([2**20, 2**20], 1.0)"),
-    slow("max(reshape(arange(20000), [-1, 1]), arange(20000))"),
-    slow("list(zeros([100000000], int8))"),
-    slow("pad_to(zeros([4]), 0, 10**10)"),
-])
+@pytest.mark.parametrize(
+    "let",
+    [
+        "((((10**60)**60)**60)**60)",
+        '"ab" * 10**9',
+        slow("[0] * 10**8"),
+        "reshape(arange(30000), [-1, 1]) * arange(30000)",
+        "concat([zeros([10000000]), zeros([10000000]), zeros([10000000]), zeros([10000000])])",
+        slow("arange(10**12)"),
+        slow("full([2**20, 2**20], 1.0)"),
+        slow("max(reshape(arange(20000), [-1, 1]), arange(20000))"),
+        slow("list(zeros([100000000], int8))"),
+        slow("pad_to(zeros([4]), 0, 10**10)"),
+    ],
+)
 def test_an_expression_past_its_budget_is_a_rule_error_at_its_position(work, let):
     rules = _rules(work, let)
-    refused_untouched(work, "optimize", "in.onnx", "-o", "out.onnx", "--rules", rules, "--no-bundled",
-                      fragments=("h.rules:3:", "budget"))
+    refused_untouched(
+        work,
+        "optimize",
+        "in.onnx",
+        "-o",
+        "out.onnx",
+        "--rules",
+        rules,
+        "--no-bundled",
+        fragments=("h.rules:3:", "budget"),
+    )
 
 
 def test_an_expression_past_its_budget_is_a_rule_error_in_verify_too(work):
     rules = _rules(work, "((((10**60)**60)**60)**60)")
-    refused_untouched(work, "verify", rules, "--examples", "3", "--out", work / "verify-out",
-                      fragments=("h.rules:3:", "budget"))
+    refused_untouched(
+        work, "verify", rules, "--examples", "3", "--out", work / "verify-out", fragments=("h.rules:3:", "budget")
+    )
 
 
-@pytest.mark.parametrize("let, message", [
-    ("[" * 5000 + "1" + "]" * 5000, "nested more than"),
-    ("-" * 10000 + "1", "nested more than"),
-    slow("1" + "+1" * 20000, "nested more than"),
-    slow("2" + "**2" * 3000, "nested more than"),
-    ("1" + "0" * 5000, "integer literal"),
-])
+@pytest.mark.parametrize(
+    "let, message",
+    [
+        ("[" * 5000 + "1" + "]" * 5000, "nested more than"),
+        ("-" * 10000 + "1", "nested more than"),
+        slow("1" + "+1" * 20000, "nested more than"),
+        slow("2" + "**2" * 3000, "nested more than"),
+        ("1" + "0" * 5000, "integer literal"),
+    ],
+)
 def test_nesting_and_literals_past_their_bounds_are_rule_errors(work, let, message):
     rules = _rules(work, let)
-    refused_untouched(work, "optimize", "in.onnx", "-o", "out.onnx", "--rules", rules, "--no-bundled",
-                      fragments=("h.rules:3:", message))
+    refused_untouched(
+        work,
+        "optimize",
+        "in.onnx",
+        "-o",
+        "out.onnx",
+        "--rules",
+        rules,
+        "--no-bundled",
+        fragments=("h.rules:3:", message),
+    )
 
 
-@pytest.mark.parametrize("make_rules", [
-    lambda d: (d / "big.rules").write_text("pack h level 1\n" + "# padding\n" * 60000) and "big.rules",
-    slow(lambda d: "/dev/zero"),
-    lambda d: os.mkfifo(d / "fifo.rules") or "fifo.rules",
-    slow(lambda d: (d / "bin.rules").write_bytes(b"\xff\xfe" * 10) and "bin.rules"),
-], ids=["too-large", "device", "fifo", "not-utf8"])
+@pytest.mark.parametrize(
+    "make_rules",
+    [
+        lambda d: (d / "big.rules").write_text("pack h level 1\n" + "# padding\n" * 60000) and "big.rules",
+        slow(lambda d: "/dev/zero"),
+        lambda d: os.mkfifo(d / "fifo.rules") or "fifo.rules",
+        slow(lambda d: (d / "bin.rules").write_bytes(b"\xff\xfe" * 10) and "bin.rules"),
+    ],
+    ids=["too-large", "device", "fifo", "not-utf8"],
+)
 def test_a_rules_file_that_cannot_be_a_pack_is_refused_unread(work, make_rules):
-    refused_untouched(work, "optimize", "in.onnx", "-o", "out.onnx", "--rules", make_rules(work),
-                      fragments=("cannot read rules file",), timeout=60)
+    refused_untouched(
+        work,
+        "optimize",
+        "in.onnx",
+        "-o",
+        "out.onnx",
+        "--rules",
+        make_rules(work),
+        fragments=("cannot read rules file",),
+        timeout=60,
+    )
 
 
 def test_a_pack_that_grows_the_graph_stops_at_its_bound(work):
     (work / "grow.rules").write_text("pack g level 1\nrule Grow { y = Add(x, w) => y = Add(Neg(Neg(x)), w) }\n")
-    refused_untouched(work, "optimize", "in.onnx", "-o", "out.onnx", "--rules", "grow.rules", "--no-bundled",
-                      "--max-rewrites", "100000", fragments=("grew the graph past its bound",))
+    refused_untouched(
+        work,
+        "optimize",
+        "in.onnx",
+        "-o",
+        "out.onnx",
+        "--rules",
+        "grow.rules",
+        "--no-bundled",
+        "--max-rewrites",
+        "100000",
+        fragments=("grew the graph past its bound",),
+    )
 
 
 def test_max_rewrites_zero_reports_any_rewrite(work):
     (work / "one.rules").write_text("pack o level 1\nrule Once { y = Add(x, w) => y = Sub(x, Neg(w)) }\n")
-    refused_untouched(work, "optimize", "in.onnx", "-o", "out.onnx", "--rules", "one.rules", "--no-bundled",
-                      "--max-rewrites", "0", fragments=("after 0 rewrites",))
+    refused_untouched(
+        work,
+        "optimize",
+        "in.onnx",
+        "-o",
+        "out.onnx",
+        "--rules",
+        "one.rules",
+        "--no-bundled",
+        "--max-rewrites",
+        "0",
+        fragments=("after 0 rewrites",),
+    )
 
 
 # ------------------------------------------------------------------------ models
@@ -311,35 +420,71 @@ def _amplifying_models() -> dict[str, onnx.ModelProto]:
     one = numpy_helper.from_array(np.ones((1, 1), np.float32), "one")
     doubling = [helper.make_node("Concat", [f"c{i}", f"c{i}"], [f"c{i + 1}"], axis=0) for i in range(24)]
     return {
-        "constant-of-shape": model([helper.make_node("ConstantOfShape", ["s"], ["c"]), helper.make_node("Add", ["x", "c"], ["y"])],
-                                   x, y, [_int64("s", [2**40])]),
-        "expand": model([helper.make_node("Expand", ["one", "t"], ["e"]), helper.make_node("Add", ["x", "e"], ["y"])],
-                        x, y, [one, _int64("t", [20000, 20000])]),
-        "range": model([helper.make_node("Range", ["a", "b", "c"], ["r"]), helper.make_node("Cast", ["r"], ["f"], to=1),
-                        helper.make_node("Add", ["x", "f"], ["y"])], x, y,
-                       [_int64("a", 0), _int64("b", 2**40), _int64("c", 1)]),
-        "tile": model([helper.make_node("Tile", ["one", "t"], ["e"]), helper.make_node("Add", ["x", "e"], ["y"])],
-                      x, y, [one, _int64("t", [40000, 40000])]),
-        "pad": model([helper.make_node("Pad", ["one", "p"], ["e"]), helper.make_node("Add", ["x", "e"], ["y"])],
-                     x, y, [one, _int64("p", [0, 0, 40000, 40000])]),
-        "concat-doubling": model(doubling + [helper.make_node("Add", ["x", "c24"], ["y"])], x, y,
-                                 [numpy_helper.from_array(np.ones(4, np.float32), "c0")]),
-        "declared-huge-input": model([helper.make_node("Shape", ["z"], ["s"]), helper.make_node("Range", ["zero", "n", "step"], ["r"]),
-                                      helper.make_node("Gather", ["s", "zero"], ["n"]), helper.make_node("Add", ["r", "r"], ["y"])],
-                                     [tensor("z", shape=[2**31])], [tensor("y", TensorProto.INT64, None)],
-                                     [_int64("zero", 0), _int64("step", 1)]),
+        "constant-of-shape": model(
+            [helper.make_node("ConstantOfShape", ["s"], ["c"]), helper.make_node("Add", ["x", "c"], ["y"])],
+            x,
+            y,
+            [_int64("s", [2**40])],
+        ),
+        "expand": model(
+            [helper.make_node("Expand", ["one", "t"], ["e"]), helper.make_node("Add", ["x", "e"], ["y"])],
+            x,
+            y,
+            [one, _int64("t", [20000, 20000])],
+        ),
+        "range": model(
+            [
+                helper.make_node("Range", ["a", "b", "c"], ["r"]),
+                helper.make_node("Cast", ["r"], ["f"], to=1),
+                helper.make_node("Add", ["x", "f"], ["y"]),
+            ],
+            x,
+            y,
+            [_int64("a", 0), _int64("b", 2**40), _int64("c", 1)],
+        ),
+        "tile": model(
+            [helper.make_node("Tile", ["one", "t"], ["e"]), helper.make_node("Add", ["x", "e"], ["y"])],
+            x,
+            y,
+            [one, _int64("t", [40000, 40000])],
+        ),
+        "pad": model(
+            [helper.make_node("Pad", ["one", "p"], ["e"]), helper.make_node("Add", ["x", "e"], ["y"])],
+            x,
+            y,
+            [one, _int64("p", [0, 0, 40000, 40000])],
+        ),
+        "concat-doubling": model(
+            doubling + [helper.make_node("Add", ["x", "c24"], ["y"])],
+            x,
+            y,
+            [numpy_helper.from_array(np.ones(4, np.float32), "c0")],
+        ),
+        "declared-huge-input": model(
+            [
+                helper.make_node("Shape", ["z"], ["s"]),
+                helper.make_node("Range", ["zero", "n", "step"], ["r"]),
+                helper.make_node("Gather", ["s", "zero"], ["n"]),
+                helper.make_node("Add", ["r", "r"], ["y"]),
+            ],
+            [tensor("z", shape=[2**31])],
+            [tensor("y", TensorProto.INT64, None)],
+            [_int64("zero", 0), _int64("step", 1)],
+        ),
     }
 
 
-@pytest.mark.parametrize("name", [n if n in ("constant-of-shape", "expand", "concat-doubling") else slow(n)
-                                  for n in _amplifying_models()])
+@pytest.mark.parametrize(
+    "name", [n if n in ("constant-of-shape", "expand", "concat-doubling") else slow(n) for n in _amplifying_models()]
+)
 def test_a_tiny_model_that_describes_huge_tensors_is_optimized_in_bounded_memory(tmp_path, name):
     m = _amplifying_models()[name]
     source = _save(tmp_path, m)
     assert (tmp_path / source).stat().st_size < 1024
     (tmp_path / "fold.rules").write_text("pack fold level 1\nbuiltin constant_folding\n")
-    proc = run_cli("optimize", source, "-o", "out.onnx", "-q", "--no-bundled", "--rules", "fold.rules",
-                   cwd=tmp_path, timeout=180)
+    proc = run_cli(
+        "optimize", source, "-o", "out.onnx", "-q", "--no-bundled", "--rules", "fold.rules", cwd=tmp_path, timeout=180
+    )
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "out.onnx"
     assert out.stat().st_size < 100 << 20  # nothing huge was folded into it
@@ -351,8 +496,14 @@ def _malformed_models() -> dict[str, tuple[onnx.ModelProto, str]]:
     bad_type.graph.initializer[0].data_type = 99
     bad_elem = small_model()
     bad_elem.graph.input[0].type.tensor_type.elem_type = 77
-    bad_constant = model([helper.make_node("Constant", [], ["c"], value=helper.make_tensor("v", 1, [4], [1.0] * 4)),
-                          helper.make_node("Add", ["x", "c"], ["y"])], [tensor("x", shape=[4])], [tensor("y", shape=[4])])
+    bad_constant = model(
+        [
+            helper.make_node("Constant", [], ["c"], value=helper.make_tensor("v", 1, [4], [1.0] * 4)),
+            helper.make_node("Add", ["x", "c"], ["y"]),
+        ],
+        [tensor("x", shape=[4])],
+        [tensor("y", shape=[4])],
+    )
     bad_constant.graph.node[0].attribute[0].t.data_type = 1234
     newline = small_model()
     newline.graph.node.append(helper.make_node("Relu", ["y"], ["z"], name="a\nb"))
@@ -387,26 +538,42 @@ def _external(tmp_path: Path, entries: list[dict[str, str]], data: bytes = b"\0"
     return _save(tmp_path, m)
 
 
-@pytest.mark.parametrize("entries, message", [
-    ([{"location": "w.bin", "offset": "0", "length": "16"}, {"location": "w.bin", "offset": "8", "length": "16"}],
-     "read the same bytes"),
-    ([{"location": "w.bin", "offset": "60", "length": "16"}], "which has 64"),
-    slow([{"location": "w.bin", "offset": "-4", "length": "16"}], "which has 64"),
-    ([{"location": "w.bin", "offset": "0", "length": "32"}], "needs 16"),
-    slow([{"location": "w.bin", "offset": "x"}], "not a number"),
-    slow([{"location": "/dev/zero", "length": "16"}], "outside the model's directory"),
-] + [([{"location": "w.bin", "offset": "0", "length": "16"}] * 1000, "read the same bytes")],
-    ids=["overlap", "past-the-end", "negative", "wrong-length", "not-a-number", "device", "thousand-aliases"])
+@pytest.mark.parametrize(
+    "entries, message",
+    [
+        (
+            [
+                {"location": "w.bin", "offset": "0", "length": "16"},
+                {"location": "w.bin", "offset": "8", "length": "16"},
+            ],
+            "read the same bytes",
+        ),
+        ([{"location": "w.bin", "offset": "60", "length": "16"}], "which has 64"),
+        slow([{"location": "w.bin", "offset": "-4", "length": "16"}], "which has 64"),
+        ([{"location": "w.bin", "offset": "0", "length": "32"}], "needs 16"),
+        slow([{"location": "w.bin", "offset": "x"}], "not a number"),
+        slow([{"location": "/dev/zero", "length": "16"}], "outside the model's directory"),
+    ]
+    + [([{"location": "w.bin", "offset": "0", "length": "16"}] * 1000, "read the same bytes")],
+    ids=["overlap", "past-the-end", "negative", "wrong-length", "not-a-number", "device", "thousand-aliases"],
+)
 def test_external_data_regions_are_checked_before_anything_is_read(tmp_path, entries, message):
     source = _external(tmp_path, entries)
     refused_untouched(tmp_path, "optimize", source, "-o", "out.onnx", fragments=(message,))
 
 
-@pytest.mark.parametrize("make_model, message", [
-    (lambda d: os.mkfifo(d / "m.onnx") or "m.onnx", "not a regular file"),
-    slow(lambda d: "/dev/zero", "not a regular file"),
-    (lambda d: (d / "m.onnx").write_bytes(_deeply_nested_model_bytes(300)) and "m.onnx", "not a readable ONNX model"),
-], ids=["fifo", "device", "nested-300-deep"])
+@pytest.mark.parametrize(
+    "make_model, message",
+    [
+        (lambda d: os.mkfifo(d / "m.onnx") or "m.onnx", "not a regular file"),
+        slow(lambda d: "/dev/zero", "not a regular file"),
+        (
+            lambda d: (d / "m.onnx").write_bytes(_deeply_nested_model_bytes(300)) and "m.onnx",
+            "not a readable ONNX model",
+        ),
+    ],
+    ids=["fifo", "device", "nested-300-deep"],
+)
 def test_a_model_file_that_cannot_be_read_is_refused(tmp_path, make_model, message):
     refused_untouched(tmp_path, "optimize", make_model(tmp_path), "-o", "out.onnx", fragments=(message,), timeout=60)
 
@@ -428,8 +595,12 @@ def _deeply_nested_model_bytes(depth: int) -> bytes:
 def test_a_model_reading_a_sparse_initializer_is_optimized(tmp_path):
     values = numpy_helper.from_array(np.array([1.0], np.float32), "sp")
     sparse = helper.make_sparse_tensor(values, numpy_helper.from_array(np.array([1], np.int64), "sp_idx"), [2])
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["i"]), helper.make_node("Add", ["i", "sp"], ["y"])],
-                              "g", [tensor("x", shape=[2])], [tensor("y", shape=[2])])
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["i"]), helper.make_node("Add", ["i", "sp"], ["y"])],
+        "g",
+        [tensor("x", shape=[2])],
+        [tensor("y", shape=[2])],
+    )
     graph.sparse_initializer.append(sparse)
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
@@ -446,15 +617,18 @@ def test_a_model_reading_a_sparse_initializer_is_optimized(tmp_path):
 # ------------------------------------------------------------------------ command-line misuse
 
 
-@pytest.mark.parametrize("args, message", [
-    (["verify", "--examples", "-3"], "--examples"),
-    (["verify", "--out", "in.onnx", "--rule", "IdentityElimination"], "is not a directory"),
-    (["optimize", "in.onnx", "-o", "out.onnx", "--max-rewrites", "-1"], "--max-rewrites"),
-    slow(["optimize", "in.onnx", "-o", "out.onnx", "--max-memory", "lots"], "--max-memory"),
-    slow(["optimize", "in.onnx", "-o", "out.onnx", "--no-such-option"], "no-such-option"),
-    slow(["optimize", "in.onnx"], "-o"),
-    slow(["optimize", "in.onnx", "-o", "out.onnx", "--level", "9"], "out of range"),
-    (["optimize", "in.onnx", "-o", "out.onnx", "--max-memory", "100M"], "out of memory"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["verify", "--examples", "-3"], "--examples"),
+        (["verify", "--out", "in.onnx", "--rule", "IdentityElimination"], "is not a directory"),
+        (["optimize", "in.onnx", "-o", "out.onnx", "--max-rewrites", "-1"], "--max-rewrites"),
+        slow(["optimize", "in.onnx", "-o", "out.onnx", "--max-memory", "lots"], "--max-memory"),
+        slow(["optimize", "in.onnx", "-o", "out.onnx", "--no-such-option"], "no-such-option"),
+        slow(["optimize", "in.onnx"], "-o"),
+        slow(["optimize", "in.onnx", "-o", "out.onnx", "--level", "9"], "out of range"),
+        (["optimize", "in.onnx", "-o", "out.onnx", "--max-memory", "100M"], "out of memory"),
+    ],
+)
 def test_command_line_misuse_is_one_line_exit_2(work, args, message):
     refused_untouched(work, *args, fragments=(message,))

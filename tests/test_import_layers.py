@@ -4,6 +4,7 @@ and no two modules import each other (directly or around a loop), lazily or not.
 Read from the source with ``ast`` (imports inside functions count: a lazy import hides a
 cycle, it does not remove it).  docs/architecture.md describes the same floors.
 """
+
 from __future__ import annotations
 
 import ast
@@ -85,8 +86,9 @@ def test_every_room_has_a_floor():
 
 
 def test_no_module_imports_from_a_floor_above_its_own():
-    upward = [f"{a} -> {b}" for a, b in import_graph().edges
-              if room(a) != room(b) and FLOOR_OF[room(b)] > FLOOR_OF[room(a)]]
+    upward = [
+        f"{a} -> {b}" for a, b in import_graph().edges if room(a) != room(b) and FLOOR_OF[room(b)] > FLOOR_OF[room(a)]
+    ]
     assert not upward, "imports from a higher floor:\n" + "\n".join(sorted(upward))
 
 

@@ -1,4 +1,5 @@
 """The bundled layout pack (level 3): ONNX Runtime's NCHWc rewrites on CPU."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -21,8 +22,10 @@ def conv_chain(channels=(3, 16, 16, 16), pool=True):
     """Conv -> Relu -> Conv -> MaxPool -> Conv on a 12x12 image."""
     nodes, inits, x = [], [], "x"
     for i, (cin, cout) in enumerate(zip(channels, channels[1:])):
-        inits += [init(f"w{i}", RNG.standard_normal((cout, cin, 3, 3)).astype(np.float32) * 0.2),
-                  init(f"b{i}", RNG.standard_normal(cout).astype(np.float32))]
+        inits += [
+            init(f"w{i}", RNG.standard_normal((cout, cin, 3, 3)).astype(np.float32) * 0.2),
+            init(f"b{i}", RNG.standard_normal(cout).astype(np.float32)),
+        ]
         nodes.append(helper.make_node("Conv", [x, f"w{i}", f"b{i}"], [f"c{i}"], pads=[1, 1, 1, 1]))
         x = f"c{i}"
         if i == 0:
@@ -33,8 +36,9 @@ def conv_chain(channels=(3, 16, 16, 16), pool=True):
             x = "p1"
     nodes.append(helper.make_node("Identity", [x], ["y"]))
     size = 6 if pool else 12
-    return model(nodes, [tensor("x", F, [1, channels[0], 12, 12])], [tensor("y", F, [1, channels[-1], size, size])],
-                 inits)
+    return model(
+        nodes, [tensor("x", F, [1, channels[0], 12, 12])], [tensor("y", F, [1, channels[-1], size, size])], inits
+    )
 
 
 def layout(before: onnx.ModelProto) -> onnx.ModelProto:

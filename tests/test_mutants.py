@@ -3,6 +3,7 @@ constant, swapped operands, a dropped `where` conjunct, a wrong attribute passth
 wrong computed initializer, a wrong axis or perm, a wrong dtype): `rewriter verify FILE
 --examples 30 --seed 1` must fail every one.  Each file's comment says what is wrong and
 which instance shows it.  The default run takes one or two of each kind, `-m slow` all."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,14 +16,14 @@ MUTANTS = sorted((Path(__file__).parent / "mutants").glob("*.rules"))
 
 # quick to catch, and together every kind of bug
 QUICK = {
-    "basic_02_dropout_elim_training_mode",          # dropped conjunct
-    "basic_05_conv_add_drops_conv_bias",            # wrong computed initializer
-    "basic_07_sub_zero_swapped",                    # swapped operands
-    "extended_05_matmul_div_as_scale",              # wrong op
+    "basic_02_dropout_elim_training_mode",  # dropped conjunct
+    "basic_05_conv_add_drops_conv_bias",  # wrong computed initializer
+    "basic_07_sub_zero_swapped",  # swapped operands
+    "extended_05_matmul_div_as_scale",  # wrong op
     "extended_06_fused_matmul_scaled_input_drops_alpha",  # attribute passthrough
-    "extended_09_conv_clip_default_min_zero",       # wrong constant
-    "extended_03_bias_gelu_bias_other_axis",        # wrong axis
-    "layout_01_nchwc_conv_from_nchw_wrong_perm",    # wrong perm (layout)
+    "extended_09_conv_clip_default_min_zero",  # wrong constant
+    "extended_03_bias_gelu_bias_other_axis",  # wrong axis
+    "layout_01_nchwc_conv_from_nchw_wrong_perm",  # wrong perm (layout)
 }
 
 

@@ -1,4 +1,5 @@
 """The grammar and the rule packs travel with the package."""
+
 from __future__ import annotations
 
 import sysconfig

@@ -1,5 +1,6 @@
 """Partitioning with ONNX Runtime's rules: priority, first come first served, CPU fallback,
 layer-assignment prefix/exact priority, annotations cleared, placement recorded."""
+
 from __future__ import annotations
 
 import onnx
@@ -119,8 +120,9 @@ def test_annotations_are_cleared_and_placement_recorded_everywhere():
     then_branch = helper.make_graph([helper.make_node("Neg", ["v0"], ["t"])], "then", [], [tensor("t", F, [2, 3])])
     then_branch.node[0].metadata_props.add(key="layer_ann", value="inner")
     m = annotated(("a", "Relu", "encoder"))
-    m.graph.node.append(helper.make_node("If", ["cond"], ["y"], name="if", then_branch=then_branch,
-                                         else_branch=then_branch))
+    m.graph.node.append(
+        helper.make_node("If", ["cond"], ["y"], name="if", then_branch=then_branch, else_branch=then_branch)
+    )
     m.graph.input.append(tensor("cond", TensorProto.BOOL, []))
     m.graph.output[0].CopyFrom(tensor("y", F, [2, 3]))
     _, _, state = placed(m, "CUDA,CPU", "gpu(encoder)")
@@ -147,8 +149,9 @@ def test_kernel_types_decide_support():
 
 
 def test_kernel_files_parse_and_report_bad_lines():
-    table = parse_kernel_file("provider CUDA\nset F float float16\nai.onnx Relu 6+ T=F\n"
-                              "com.microsoft Gelu 1+ T=F\n", "mine.kernels")
+    table = parse_kernel_file(
+        "provider CUDA\nset F float float16\nai.onnx Relu 6+ T=F\ncom.microsoft Gelu 1+ T=F\n", "mine.kernels"
+    )
     assert table.provider == CUDA and len(table) == 2
     with pytest.raises(RewriterError, match="mine.kernels:2: bad kernel line"):
         parse_kernel_file("provider CUDA\nai.onnx Relu six\n", "mine.kernels")
@@ -180,8 +183,13 @@ def test_partition_only_happens_from_level_2():
 
 
 def test_constant_nodes_never_block_partitioning():
-    m = model([helper.make_node("Constant", [], ["c"], value=helper.make_tensor("v", F, [1], [1.0]), name="k"),
-               helper.make_node("Add", ["x", "c"], ["y"], name="add")],
-              [tensor("x", F, [2])], [tensor("y", F, [2])])
+    m = model(
+        [
+            helper.make_node("Constant", [], ["c"], value=helper.make_tensor("v", F, [1], [1.0]), name="k"),
+            helper.make_node("Add", ["x", "c"], ["y"], name="add"),
+        ],
+        [tensor("x", F, [2])],
+        [tensor("y", F, [2])],
+    )
     names, report, _ = placed(m, "CUDA")
     assert names == {"k": CUDA, "add": CUDA} and report.warnings == []

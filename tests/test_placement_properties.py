@@ -2,6 +2,7 @@
 
 Every rewrite the engine applies is recorded (the root's placement, the matched nodes'
 placements, the new nodes' placements) and the invariants are checked on each record."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -102,8 +103,9 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 
 
 def run(m, level, **options):
-    return rewriter.optimize(m, level=level, rules=[BEFORE, AFTER], bundled=True, providers="CUDA,CPU",
-                             layer_assignment=SETTING, **options)
+    return rewriter.optimize(
+        m, level=level, rules=[BEFORE, AFTER], bundled=True, providers="CUDA,CPU", layer_assignment=SETTING, **options
+    )
 
 
 @SETTINGS
@@ -127,7 +129,10 @@ def test_no_annotation_survives_partitioning(records, steps):
     def walk(graph):
         for node in graph.node:
             assert annotation_of(node) is None
-            assert provider_of(node) in ("CUDAExecutionProvider", "CPUExecutionProvider") or graph is not result.model.graph
+            assert (
+                provider_of(node) in ("CUDAExecutionProvider", "CPUExecutionProvider")
+                or graph is not result.model.graph
+            )
             for sub in subgraphs_of(node):
                 walk(sub)
 
@@ -162,10 +167,15 @@ def test_respect_never_merges_two_annotations(records, steps):
 @given(graphs)
 def test_layer_assignment_places_annotated_nodes_as_the_setting_says(records, steps):
     m = random_model(steps, ANNOTATIONS)
-    state_model = rewriter.optimize(m, level="extended", rules=[], bundled=False, providers="CUDA,CPU",
-                                    layer_assignment=SETTING).model
-    expected = {"encoder.0": "CUDAExecutionProvider", "encoder.1": "CUDAExecutionProvider",
-                "decoder": "CPUExecutionProvider", "head": "CPUExecutionProvider"}
+    state_model = rewriter.optimize(
+        m, level="extended", rules=[], bundled=False, providers="CUDA,CPU", layer_assignment=SETTING
+    ).model
+    expected = {
+        "encoder.0": "CUDAExecutionProvider",
+        "encoder.1": "CUDAExecutionProvider",
+        "decoder": "CPUExecutionProvider",
+        "head": "CPUExecutionProvider",
+    }
     original = {n.name: annotation_of(n) for n in m.graph.node}
     for node in state_model.graph.node:
         annotation = original.get(node.name)
@@ -175,8 +185,19 @@ def test_layer_assignment_places_annotated_nodes_as_the_setting_says(records, st
 
 def test_the_generators_reach_the_rules(records):
     """Without rewrites at both phases the properties above would hold vacuously."""
-    steps = [("Neg", 1), ("Abs", 1), ("Relu", 3), ("Relu", 3), ("MulC", 2), ("MulC", 2), ("SigMul", 0),
-             ("AddC", 1), ("AddC", 1), ("Abs", 4), ("Tanh", 4)]
+    steps = [
+        ("Neg", 1),
+        ("Abs", 1),
+        ("Relu", 3),
+        ("Relu", 3),
+        ("MulC", 2),
+        ("MulC", 2),
+        ("SigMul", 0),
+        ("AddC", 1),
+        ("AddC", 1),
+        ("Abs", 4),
+        ("Tanh", 4),
+    ]
     records.clear()
     run(random_model(steps, ANNOTATIONS), "extended")
     assert any(not r.after_partition for r in records) and any(r.after_partition for r in records)

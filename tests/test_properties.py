@@ -1,4 +1,5 @@
 """Property-based tests of the engine itself (hypothesis)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,7 @@ def _spaced_grammar_strategy() -> st.SearchStrategy[str]:
         if pattern.type == "str":
             explicit[terminal.name] = st.just(f" {pattern.value} ")
         else:
-            explicit[terminal.name] = st.from_regex(pattern.to_regexp(), fullmatch=True).map(
-                lambda s: f" {s} ")
+            explicit[terminal.name] = st.from_regex(pattern.to_regexp(), fullmatch=True).map(lambda s: f" {s} ")
     return from_lark(grammar, explicit=explicit)
 
 
@@ -62,7 +62,7 @@ rule R root c {
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, len(VALID) - 1), st.integers(0, 8), st.text(max_size=3))
 def test_any_corrupted_rules_file_gives_a_rule_error_with_a_position(start, length, insert):
-    text = VALID[:start] + insert + VALID[start + length:]
+    text = VALID[:start] + insert + VALID[start + length :]
     try:
         rewriter.load_pack_text(text, "c.rules")
     except RuleError as error:
@@ -101,8 +101,7 @@ class _Builder:
         return out
 
 
-def _motif(builder: _Builder, kind: str, value: float, const_shape: list[int], expose: bool,
-           fan_out: bool) -> None:
+def _motif(builder: _Builder, kind: str, value: float, const_shape: list[int], expose: bool, fan_out: bool) -> None:
     x = builder.current
     c = lambda v: builder.const(np.full(const_shape, v, np.float32))
     if kind == "identity":
@@ -148,14 +147,31 @@ def _motif(builder: _Builder, kind: str, value: float, const_shape: list[int], e
         builder.op("Add", [produced, x])
 
 
-MOTIFS = ["identity", "Add", "Sub", "Mul", "Div", "relu_clip", "dropout", "cast_same",
-          "cast_round_trip", "expand", "div_mul", "not_where", "neg", "gelu", "matmul_scale"]
+MOTIFS = [
+    "identity",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "relu_clip",
+    "dropout",
+    "cast_same",
+    "cast_round_trip",
+    "expand",
+    "div_mul",
+    "not_where",
+    "neg",
+    "gelu",
+    "matmul_scale",
+]
 
 motif_strategy = st.tuples(
     st.sampled_from(MOTIFS),
     st.sampled_from([0.0, 1.0, 2.0]),
     st.sampled_from([[], [1], [1, 1, 1], [1, 1, 1, 1]]),
-    st.booleans(), st.booleans())
+    st.booleans(),
+    st.booleans(),
+)
 
 
 @pytest.mark.parametrize("level", ["basic", "extended"])
@@ -168,8 +184,7 @@ def test_every_level_keeps_random_graphs_valid_and_equal(level, motifs):
     outputs = list(dict.fromkeys([*builder.outputs, builder.current]))
     if outputs == ["x"]:
         return
-    before = model(builder.nodes, [tensor("x", F, SHAPE)], [tensor(o, F, None) for o in outputs],
-                   builder.inits)
+    before = model(builder.nodes, [tensor("x", F, SHAPE)], [tensor(o, F, None) for o in outputs], builder.inits)
     before = onnx.shape_inference.infer_shapes(before)
     for out in before.graph.output:  # give outputs their inferred types (the checker wants them)
         for vi in before.graph.value_info:
@@ -181,18 +196,25 @@ def test_every_level_keeps_random_graphs_valid_and_equal(level, motifs):
     assert_fixpoint(result.model, level)
 
 
-
 def test_random_graph_motifs_exercise_the_basic_pack():
     """The generator above must keep reaching the rules, or the property proves little."""
     builder = _Builder()
     for kind in MOTIFS:
         _motif(builder, kind, 1.0, [1], False, False)
-    before = model(builder.nodes, [tensor("x", F, SHAPE)], [tensor(builder.current, F, SHAPE)],
-                   builder.inits)
+    before = model(builder.nodes, [tensor("x", F, SHAPE)], [tensor(builder.current, F, SHAPE)], builder.inits)
     result = rewriter.optimize(before, level="extended", providers="CPU")
     applied = {r.rule for r in result.report.rules if r.applied}
-    assert applied >= {"IdentityElimination", "DropoutElimination", "ExpandElimination",
-                       "CastElimination", "MulOneElimination", "DivOneElimination",
-                       "ReluClipFusion", "NotWhereFusion", "DivMulFusion", "GeluErf",
-                       "MatMulDivFusion"}
+    assert applied >= {
+        "IdentityElimination",
+        "DropoutElimination",
+        "ExpandElimination",
+        "CastElimination",
+        "MulOneElimination",
+        "DivOneElimination",
+        "ReluClipFusion",
+        "NotWhereFusion",
+        "DivMulFusion",
+        "GeluErf",
+        "MatMulDivFusion",
+    }
     assert_same_outputs(before, result.model)

@@ -1,4 +1,5 @@
 """README.md tells a newcomer two commands; keep them true."""
+
 from __future__ import annotations
 
 import re

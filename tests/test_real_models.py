@@ -1,4 +1,5 @@
 """Real exports through the basic level: valid, same numbers, at least ONNX Runtime's result."""
+
 from __future__ import annotations
 
 import tempfile
@@ -56,12 +57,10 @@ def test_model_level_fields_are_kept(optimized):
     _, original, result = optimized
     model = result.model
     assert model.ir_version == original.ir_version
-    assert [(o.domain, o.version) for o in model.opset_import] == \
-        [(o.domain, o.version) for o in original.opset_import]
+    assert [(o.domain, o.version) for o in model.opset_import] == [(o.domain, o.version) for o in original.opset_import]
     assert model.producer_name == original.producer_name
     assert [i.name for i in model.graph.input] == [i.name for i in original.graph.input]
-    assert [o.SerializeToString() for o in model.graph.output] == \
-        [o.SerializeToString() for o in original.graph.output]
+    assert [o.SerializeToString() for o in model.graph.output] == [o.SerializeToString() for o in original.graph.output]
 
 
 def test_convnet_batchnorms_fold_into_their_convs():
@@ -90,8 +89,11 @@ def test_annotated_bert_is_placed_as_the_setting_says_through_every_fusion():
     model = result.model
     fused = [n for n in model.graph.node if n.domain == "com.microsoft"]
     assert len(fused) >= 6  # SkipLayerNormalization, FusedMatMul, (Bias)Gelu in both layers
-    expected = {"encoder.layer.0": "CUDAExecutionProvider", "encoder.layer.1": "CUDAExecutionProvider",
-                "embeddings": "CPUExecutionProvider"}
+    expected = {
+        "encoder.layer.0": "CUDAExecutionProvider",
+        "encoder.layer.1": "CUDAExecutionProvider",
+        "embeddings": "CPUExecutionProvider",
+    }
     for node in model.graph.node:
         assert annotation_of(node) is None
         annotation = _annotation_for(node.name)  # new nodes are named after their root

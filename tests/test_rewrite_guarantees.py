@@ -1,4 +1,5 @@
 """What the engine guarantees on every rewrite, whatever the rule says."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,12 +11,15 @@ from onnx import helper
 from rewriter import FixpointError
 
 HEADER = "pack test level 1\n"
-FUSE = HEADER + """rule NegRelu root n {
+FUSE = (
+    HEADER
+    + """rule NegRelu root n {
     n = Neg(x)
     y = Relu(n)
   =>
     y = Sub(Relu(x), x)
 }"""
+)
 IDENTITY = HEADER + "rule IdentityElimination { y = Identity(x) => y = x }"
 
 
@@ -51,8 +55,11 @@ def test_match_is_refused_when_an_intermediate_has_another_consumer():
 
 
 def test_elimination_feeding_a_graph_output_keeps_the_output_name():
-    before = model([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Identity", ["r"], ["y"])],
-                   [tensor("x", shape=[3])], [tensor("y", shape=[3])])
+    before = model(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Identity", ["r"], ["y"])],
+        [tensor("x", shape=[3])],
+        [tensor("y", shape=[3])],
+    )
     after = optimize_with(before, IDENTITY).model
     assert ops(after) == {"Relu": 1}
     assert list(after.graph.node[0].output) == ["y"]
@@ -60,43 +67,61 @@ def test_elimination_feeding_a_graph_output_keeps_the_output_name():
 
 
 def test_elimination_renames_every_consumer_of_the_surviving_value():
-    before = model([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Identity", ["r"], ["y"]),
-                    helper.make_node("Neg", ["r"], ["z"])],
-                   [tensor("x", shape=[3])], [tensor("y", shape=[3]), tensor("z", shape=[3])])
+    before = model(
+        [
+            helper.make_node("Relu", ["x"], ["r"]),
+            helper.make_node("Identity", ["r"], ["y"]),
+            helper.make_node("Neg", ["r"], ["z"]),
+        ],
+        [tensor("x", shape=[3])],
+        [tensor("y", shape=[3]), tensor("z", shape=[3])],
+    )
     after = optimize_with(before, IDENTITY).model
     assert ops(after) == {"Relu": 1, "Neg": 1}
     assert_same_outputs(before, after)
 
 
 def test_elimination_between_graph_input_and_output_is_refused():
-    before = model([helper.make_node("Identity", ["x"], ["y"])], [tensor("x", shape=[3])],
-                   [tensor("y", shape=[3])])
+    before = model([helper.make_node("Identity", ["x"], ["y"])], [tensor("x", shape=[3])], [tensor("y", shape=[3])])
     result = optimize_with(before, IDENTITY)
     assert ops(result.model) == {"Identity": 1}
     assert_same_outputs(before, result.model)
 
 
 def test_elimination_merging_two_graph_outputs_is_refused():
-    before = model([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Identity", ["r"], ["y"])],
-                   [tensor("x", shape=[3])], [tensor("y", shape=[3]), tensor("r", shape=[3])])
+    before = model(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Identity", ["r"], ["y"])],
+        [tensor("x", shape=[3])],
+        [tensor("y", shape=[3]), tensor("r", shape=[3])],
+    )
     result = optimize_with(before, IDENTITY)
     assert ops(result.model) == {"Relu": 1, "Identity": 1}
     assert_same_outputs(before, result.model)
 
 
 def test_elimination_of_an_initializer_output_renames_the_initializer():
-    before = model([helper.make_node("Identity", ["w"], ["y"])], [], [tensor("y", shape=[2])],
-                   [init("w", np.array([1.0, 2.0], np.float32))])
+    before = model(
+        [helper.make_node("Identity", ["w"], ["y"])],
+        [],
+        [tensor("y", shape=[2])],
+        [init("w", np.array([1.0, 2.0], np.float32))],
+    )
     after = optimize_with(before, IDENTITY).model
     assert len(after.graph.node) == 0 and [t.name for t in after.graph.initializer] == ["y"]
     assert_same_outputs(before, after)
 
 
 def test_graph_inputs_outputs_and_value_info_survive():
-    before = model([helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Relu", ["n"], ["y"]),
-                    helper.make_node("Abs", ["x"], ["a"])],
-                   [tensor("x", shape=["batch", 4])], [tensor("y", shape=["batch", 4]), tensor("a", shape=["batch", 4])],
-                   value_info=[tensor("n", shape=["batch", 4])])
+    before = model(
+        [
+            helper.make_node("Neg", ["x"], ["n"]),
+            helper.make_node("Relu", ["n"], ["y"]),
+            helper.make_node("Abs", ["x"], ["a"]),
+        ],
+        [tensor("x", shape=["batch", 4])],
+        [tensor("y", shape=["batch", 4]), tensor("a", shape=["batch", 4])],
+        value_info=[tensor("n", shape=["batch", 4])],
+    )
     after = optimize_with(before, FUSE).model
     assert [i.name for i in after.graph.input] == ["x"]
     assert [o.name for o in after.graph.output] == ["y", "a"]
@@ -106,9 +131,14 @@ def test_graph_inputs_outputs_and_value_info_survive():
 
 
 def test_new_nodes_get_unique_names():
-    before = model([helper.make_node("Neg", ["x"], ["n"], name="same"),
-                    helper.make_node("Relu", ["n"], ["y"], name="same_NegRelu")],
-                   [tensor("x", shape=[4])], [tensor("y", shape=[4])])
+    before = model(
+        [
+            helper.make_node("Neg", ["x"], ["n"], name="same"),
+            helper.make_node("Relu", ["n"], ["y"], name="same_NegRelu"),
+        ],
+        [tensor("x", shape=[4])],
+        [tensor("y", shape=[4])],
+    )
     after = optimize_with(before, FUSE).model
     names = [n.name for n in after.graph.node]
     assert len(names) == len(set(names)) and all(names)
@@ -124,19 +154,28 @@ def test_new_domain_is_imported():
 
 def test_unused_initializers_are_dropped_and_used_ones_kept():
     rules = HEADER + "rule R { y = Add(x, c) where const(c) => y = Sub(x, -c) }"
-    before = model([helper.make_node("Add", ["x", "c"], ["y"]), helper.make_node("Mul", ["x", "k"], ["z"])],
-                   [tensor("x", shape=[2])], [tensor("y", shape=[2]), tensor("z", shape=[2])],
-                   [init("c", np.float32(1)), init("k", np.float32(3))])
+    before = model(
+        [helper.make_node("Add", ["x", "c"], ["y"]), helper.make_node("Mul", ["x", "k"], ["z"])],
+        [tensor("x", shape=[2])],
+        [tensor("y", shape=[2]), tensor("z", shape=[2])],
+        [init("c", np.float32(1)), init("k", np.float32(3))],
+    )
     result = optimize_with(before, rules).model
     names = {t.name for t in result.graph.initializer}
     assert "c" not in names and "k" in names and len(names) == 2
 
 
 def test_a_pack_that_never_settles_is_an_error_naming_its_rules():
-    rules = HEADER + """rule Flip { y = Add(a, b) => y = Sub(a, Neg(b)) }
+    rules = (
+        HEADER
+        + """rule Flip { y = Add(a, b) => y = Sub(a, Neg(b)) }
                         rule Flop { y = Sub(a, Neg(b)) => y = Add(a, b) }"""
-    before = model([helper.make_node("Add", ["x", "z"], ["y"])], [tensor("x", shape=[2]), tensor("z", shape=[2])],
-                   [tensor("y", shape=[2])])
+    )
+    before = model(
+        [helper.make_node("Add", ["x", "z"], ["y"])],
+        [tensor("x", shape=[2]), tensor("z", shape=[2])],
+        [tensor("y", shape=[2])],
+    )
     with pytest.raises(FixpointError) as info:
         optimize_with(before, rules)
     assert "Flip" in str(info.value) and "Flop" in str(info.value)
@@ -154,11 +193,21 @@ def test_new_nodes_inherit_root_layer_annotation():
         assert {p.key: p.value for p in node.metadata_props} == {"layer_ann": "layer_of_Neg"}
 
 
-@pytest.mark.parametrize("rules, build", [
-    (FUSE, chain),
-    (IDENTITY, lambda: model([helper.make_node("Identity", ["w"], ["y"])], [], [tensor("y", shape=[2])],
-                             [init("w", np.array([1.0, 2.0], np.float32))])),
-])
+@pytest.mark.parametrize(
+    "rules, build",
+    [
+        (FUSE, chain),
+        (
+            IDENTITY,
+            lambda: model(
+                [helper.make_node("Identity", ["w"], ["y"])],
+                [],
+                [tensor("y", shape=[2])],
+                [init("w", np.array([1.0, 2.0], np.float32))],
+            ),
+        ),
+    ],
+)
 def test_input_model_is_not_modified(rules, build):
     before = build()
     snapshot = before.SerializeToString()
@@ -167,27 +216,34 @@ def test_input_model_is_not_modified(rules, build):
 
 
 def test_value_read_inside_a_subgraph_is_renamed_there_too():
-    then_branch = helper.make_graph([helper.make_node("Neg", ["r"], ["t"])], "then", [],
-                                    [tensor("t", shape=[3])])
-    else_branch = helper.make_graph([helper.make_node("Abs", ["r"], ["e"])], "else", [],
-                                    [tensor("e", shape=[3])])
-    before = model([helper.make_node("Relu", ["x"], ["r0"]), helper.make_node("Identity", ["r0"], ["r"]),
-                    helper.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch)],
-                   [tensor("x", shape=[3]), tensor("cond", onnx.TensorProto.BOOL, [])], [tensor("y", shape=[3])])
+    then_branch = helper.make_graph([helper.make_node("Neg", ["r"], ["t"])], "then", [], [tensor("t", shape=[3])])
+    else_branch = helper.make_graph([helper.make_node("Abs", ["r"], ["e"])], "else", [], [tensor("e", shape=[3])])
+    before = model(
+        [
+            helper.make_node("Relu", ["x"], ["r0"]),
+            helper.make_node("Identity", ["r0"], ["r"]),
+            helper.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch),
+        ],
+        [tensor("x", shape=[3]), tensor("cond", onnx.TensorProto.BOOL, [])],
+        [tensor("y", shape=[3])],
+    )
     after = optimize_with(before, IDENTITY).model
     assert ops(after) == {"Relu": 1, "If": 1}
     assert_same_outputs(before, after)
 
 
 def test_value_read_inside_a_subgraph_keeps_its_producer():
-    then_branch = helper.make_graph([helper.make_node("Neg", ["n"], ["t"])], "then", [],
-                                    [tensor("t", shape=[4])])
-    else_branch = helper.make_graph([helper.make_node("Abs", ["n"], ["e"])], "else", [],
-                                    [tensor("e", shape=[4])])
-    before = model([helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Relu", ["n"], ["y"]),
-                    helper.make_node("If", ["cond"], ["z"], then_branch=then_branch, else_branch=else_branch)],
-                   [tensor("x", shape=[4]), tensor("cond", onnx.TensorProto.BOOL, [])],
-                   [tensor("y", shape=[4]), tensor("z", shape=[4])])
+    then_branch = helper.make_graph([helper.make_node("Neg", ["n"], ["t"])], "then", [], [tensor("t", shape=[4])])
+    else_branch = helper.make_graph([helper.make_node("Abs", ["n"], ["e"])], "else", [], [tensor("e", shape=[4])])
+    before = model(
+        [
+            helper.make_node("Neg", ["x"], ["n"]),
+            helper.make_node("Relu", ["n"], ["y"]),
+            helper.make_node("If", ["cond"], ["z"], then_branch=then_branch, else_branch=else_branch),
+        ],
+        [tensor("x", shape=[4]), tensor("cond", onnx.TensorProto.BOOL, [])],
+        [tensor("y", shape=[4]), tensor("z", shape=[4])],
+    )
     result = optimize_with(before, FUSE)
     assert result.report.applied("NegRelu") == 0
     assert_same_outputs(before, result.model)
@@ -199,14 +255,16 @@ def test_replacement_invalid_for_the_models_opset_is_refused():
     before = model([helper.make_node("Relu", ["x"], ["y"])], [tensor("x", shape=[4])], [tensor("y", shape=[4])])
     result = optimize_with(before, rules)
     assert ops(result.model) == {"Relu": 1} and result.report.rules[0].refused == 1
-    newer = model([helper.make_node("Relu", ["x"], ["y"])], [tensor("x", shape=[4])], [tensor("y", shape=[4])],
-                  opset=20)
+    newer = model(
+        [helper.make_node("Relu", ["x"], ["y"])], [tensor("x", shape=[4])], [tensor("y", shape=[4])], opset=20
+    )
     assert ops(optimize_with(newer, rules).model) == {"Gelu": 1}
 
 
 def test_replacement_with_wrong_arity_for_the_opset_is_refused():
     # Clip bounds are attributes before opset 11: an input-form replacement must not apply
     rules = HEADER + "rule R { y = Relu(x) => y = Clip(x, 0.0) }"
-    before = model([helper.make_node("Relu", ["x"], ["y"])], [tensor("x", shape=[4])], [tensor("y", shape=[4])],
-                   opset=10)
+    before = model(
+        [helper.make_node("Relu", ["x"], ["y"])], [tensor("x", shape=[4])], [tensor("y", shape=[4])], opset=10
+    )
     assert ops(optimize_with(before, rules).model) == {"Relu": 1}

@@ -1,4 +1,5 @@
 """Unusual but valid models come through intact; corrupted ones are refused cleanly."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,17 +16,23 @@ from rewriter import RewriterError
 
 def annotated_model() -> onnx.ModelProto:
     """Metadata and names everywhere, symbolic dims, an unknown custom op kept as is."""
-    nodes = [helper.make_node("Identity", ["x"], ["xi"], name="copy", doc_string="a copy"),
-             helper.make_node("Add", ["xi", "b"], ["s"], name="add"),
-             helper.make_node("Mul", ["s", "one"], ["y"], name="scale"),
-             helper.make_node("Relu", ["s"], ["r"], name="relu"),
-             helper.make_node("Opaque", ["r"], ["z"], name="custom", domain="my.custom", flavour="x")]
+    nodes = [
+        helper.make_node("Identity", ["x"], ["xi"], name="copy", doc_string="a copy"),
+        helper.make_node("Add", ["xi", "b"], ["s"], name="add"),
+        helper.make_node("Mul", ["s", "one"], ["y"], name="scale"),
+        helper.make_node("Relu", ["s"], ["r"], name="relu"),
+        helper.make_node("Opaque", ["r"], ["z"], name="custom", domain="my.custom", flavour="x"),
+    ]
     for node in nodes:
         node.metadata_props.add(key="origin", value=node.name)
-    m = model(nodes, [tensor("x", shape=["batch", 4])],
-              [tensor("z", shape=["batch", 4]), tensor("y", shape=["batch", 4])],
-              [init("b", np.ones(4, np.float32)), init("one", np.float32(1.0))],
-              domains=["my.custom"], value_info=[tensor("r", shape=["batch", 4])])
+    m = model(
+        nodes,
+        [tensor("x", shape=["batch", 4])],
+        [tensor("z", shape=["batch", 4]), tensor("y", shape=["batch", 4])],
+        [init("b", np.ones(4, np.float32)), init("one", np.float32(1.0))],
+        domains=["my.custom"],
+        value_info=[tensor("r", shape=["batch", 4])],
+    )
     m.producer_name, m.producer_version, m.domain, m.model_version = "exporter", "9.9", "org.test", 7
     m.doc_string = "model docs"
     m.graph.doc_string = "graph docs"
@@ -49,7 +56,10 @@ def test_model_graph_and_node_fields_symbolic_dims_and_custom_ops_are_kept():
     custom = after.graph.node[2]
     assert custom.domain == "my.custom" and custom.name == "custom" and custom.attribute[0].s == b"x"
     assert {n.name: [(p.key, p.value) for p in n.metadata_props] for n in after.graph.node} == {
-        "add": [("origin", "add")], "relu": [("origin", "relu")], "custom": [("origin", "custom")]}
+        "add": [("origin", "add")],
+        "relu": [("origin", "relu")],
+        "custom": [("origin", "custom")],
+    }
     assert {(o.domain, o.version) for o in after.opset_import} == {(o.domain, o.version) for o in before.opset_import}
     onnx.checker.check_model(after, full_check=True)
 
@@ -58,10 +68,18 @@ def test_model_graph_and_node_fields_symbolic_dims_and_custom_ops_are_kept():
 
 
 def _base_models() -> list[onnx.ModelProto]:
-    x = [helper.make_node("Identity", ["x"], ["a"]), helper.make_node("Add", ["a", "c"], ["b"]),
-         helper.make_node("Relu", ["b"], ["r"]), helper.make_node("Mul", ["r", "one"], ["y"])]
-    small = model(x, [tensor("x", shape=[2, 3])], [tensor("y", shape=[2, 3])],
-                  [init("c", np.arange(6, dtype=np.float32).reshape(2, 3)), init("one", np.float32(1))])
+    x = [
+        helper.make_node("Identity", ["x"], ["a"]),
+        helper.make_node("Add", ["a", "c"], ["b"]),
+        helper.make_node("Relu", ["b"], ["r"]),
+        helper.make_node("Mul", ["r", "one"], ["y"]),
+    ]
+    small = model(
+        x,
+        [tensor("x", shape=[2, 3])],
+        [tensor("y", shape=[2, 3])],
+        [init("c", np.arange(6, dtype=np.float32).reshape(2, 3)), init("one", np.float32(1))],
+    )
     return [small, onnx.load(str(MODELS / "convnet_bn.onnx"))]
 
 
@@ -108,10 +126,23 @@ def _runs(m: onnx.ModelProto) -> bool:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.sampled_from(range(len(BASES))),
-       st.sampled_from(["drop_edge", "empty_input", "duplicate_output", "duplicate_node_name",
-                        "truncate_tensor", "wrong_dims", "reverse_nodes", "unknown_output", "wrong_op"]),
-       st.integers(0, 50))
+@given(
+    st.sampled_from(range(len(BASES))),
+    st.sampled_from(
+        [
+            "drop_edge",
+            "empty_input",
+            "duplicate_output",
+            "duplicate_node_name",
+            "truncate_tensor",
+            "wrong_dims",
+            "reverse_nodes",
+            "unknown_output",
+            "wrong_op",
+        ]
+    ),
+    st.integers(0, 50),
+)
 def test_a_mutated_model_is_refused_cleanly_or_comes_out_valid_and_equal(base, kind, pick):
     mutated = onnx.ModelProto()
     mutated.CopyFrom(BASES[base])

@@ -1,4 +1,5 @@
 """Rules apply inside subgraphs (If branches, Loop bodies, nested), outer values intact."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,9 +17,14 @@ B = TensorProto.BOOL
 def if_model(then_nodes, then_out, else_nodes, else_out, then_inits=()):
     then_branch = helper.make_graph(then_nodes, "then", [], [tensor(then_out, F, [3])], list(then_inits))
     else_branch = helper.make_graph(else_nodes, "else", [], [tensor(else_out, F, [3])])
-    return model([helper.make_node("Relu", ["x"], ["r"]),
-                  helper.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch)],
-                 [tensor("x", F, [3]), tensor("cond", B, [])], [tensor("y", F, [3])])
+    return model(
+        [
+            helper.make_node("Relu", ["x"], ["r"]),
+            helper.make_node("If", ["cond"], ["y"], then_branch=then_branch, else_branch=else_branch),
+        ],
+        [tensor("x", F, [3]), tensor("cond", B, [])],
+        [tensor("y", F, [3])],
+    )
 
 
 def branches(m: onnx.ModelProto) -> dict[str, list[str]]:
@@ -33,10 +39,17 @@ def run_both_branches(before, after):
 
 
 def test_eliminations_apply_inside_if_branches():
-    m = if_model([helper.make_node("Identity", ["r"], ["t0"]), helper.make_node("Mul", ["t0", "one"], ["t1"]),
-                  helper.make_node("Neg", ["t1"], ["t"])], "t",
-                 [helper.make_node("Abs", ["r"], ["e0"]), helper.make_node("Identity", ["e0"], ["e"])], "e",
-                 then_inits=[init("one", np.float32(1.0))])
+    m = if_model(
+        [
+            helper.make_node("Identity", ["r"], ["t0"]),
+            helper.make_node("Mul", ["t0", "one"], ["t1"]),
+            helper.make_node("Neg", ["t1"], ["t"]),
+        ],
+        "t",
+        [helper.make_node("Abs", ["r"], ["e0"]), helper.make_node("Identity", ["e0"], ["e"])],
+        "e",
+        then_inits=[init("one", np.float32(1.0))],
+    )
     result = rewriter.optimize(m, level="basic")
     assert branches(result.model) == {"then_branch": ["Neg"], "else_branch": ["Abs"]}
     assert result.report.applied("IdentityElimination") == 2
@@ -45,8 +58,7 @@ def test_eliminations_apply_inside_if_branches():
 
 
 def test_a_branch_output_that_is_an_outer_value_keeps_its_copy():
-    m = if_model([helper.make_node("Identity", ["r"], ["t"])], "t",
-                 [helper.make_node("Neg", ["r"], ["e"])], "e")
+    m = if_model([helper.make_node("Identity", ["r"], ["t"])], "t", [helper.make_node("Neg", ["r"], ["e"])], "e")
     result = rewriter.optimize(m, level="basic")
     assert branches(result.model)["then_branch"] == ["Identity"]
     run_both_branches(m, result.model)
@@ -54,15 +66,23 @@ def test_a_branch_output_that_is_an_outer_value_keeps_its_copy():
 
 def test_loop_body_is_optimized_and_reads_outer_values():
     body = helper.make_graph(
-        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-         helper.make_node("Add", ["acc_in", "step"], ["a0"]),
-         helper.make_node("Identity", ["a0"], ["a1"]),
-         helper.make_node("Mul", ["a1", "one"], ["acc_out"])],
-        "body", [tensor("i", TensorProto.INT64, []), tensor("cond_in", B, []), tensor("acc_in", F, [3])],
-        [tensor("cond_out", B, []), tensor("acc_out", F, [3])], [init("one", np.float32(1.0))])
-    m = model([helper.make_node("Neg", ["x"], ["step"]),
-               helper.make_node("Loop", ["trips", "", "x"], ["y"], body=body)],
-              [tensor("x", F, [3])], [tensor("y", F, [3])], [init("trips", np.int64(3))])
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Add", ["acc_in", "step"], ["a0"]),
+            helper.make_node("Identity", ["a0"], ["a1"]),
+            helper.make_node("Mul", ["a1", "one"], ["acc_out"]),
+        ],
+        "body",
+        [tensor("i", TensorProto.INT64, []), tensor("cond_in", B, []), tensor("acc_in", F, [3])],
+        [tensor("cond_out", B, []), tensor("acc_out", F, [3])],
+        [init("one", np.float32(1.0))],
+    )
+    m = model(
+        [helper.make_node("Neg", ["x"], ["step"]), helper.make_node("Loop", ["trips", "", "x"], ["y"], body=body)],
+        [tensor("x", F, [3])],
+        [tensor("y", F, [3])],
+        [init("trips", np.int64(3))],
+    )
     result = rewriter.optimize(m, level="basic")
     loop = [n for n in result.model.graph.node if n.op_type == "Loop"][0]
     assert [n.op_type for n in loop.attribute[0].g.node] == ["Identity", "Add"]  # cond copy stays
@@ -71,13 +91,22 @@ def test_loop_body_is_optimized_and_reads_outer_values():
 
 
 def test_nested_subgraphs_are_optimized_too():
-    inner = helper.make_graph([helper.make_node("Identity", ["r"], ["i0"]), helper.make_node("Neg", ["i0"], ["i"])],
-                              "inner", [], [tensor("i", F, [3])])
-    outer_then = helper.make_graph([helper.make_node("If", ["cond"], ["t"], then_branch=inner, else_branch=inner)],
-                                   "then", [], [tensor("t", F, [3])])
+    inner = helper.make_graph(
+        [helper.make_node("Identity", ["r"], ["i0"]), helper.make_node("Neg", ["i0"], ["i"])],
+        "inner",
+        [],
+        [tensor("i", F, [3])],
+    )
+    outer_then = helper.make_graph(
+        [helper.make_node("If", ["cond"], ["t"], then_branch=inner, else_branch=inner)],
+        "then",
+        [],
+        [tensor("t", F, [3])],
+    )
     m = if_model([], "t", [helper.make_node("Abs", ["r"], ["e"])], "e")
-    m.graph.node[1].attribute[0].g.CopyFrom(outer_then) if m.graph.node[1].attribute[0].name == "then_branch" \
-        else m.graph.node[1].attribute[1].g.CopyFrom(outer_then)
+    m.graph.node[1].attribute[0].g.CopyFrom(outer_then) if m.graph.node[1].attribute[
+        0
+    ].name == "then_branch" else m.graph.node[1].attribute[1].g.CopyFrom(outer_then)
     result = rewriter.optimize(m, level="basic")
     assert "Identity" not in str(result.model.graph)
     onnx.checker.check_model(result.model, full_check=True)
@@ -106,16 +135,27 @@ def function_model() -> onnx.ModelProto:
     leaky.attribute.append(_ref_attribute("alpha", onnx.AttributeProto.FLOAT))
     cast = helper.make_node("Cast", ["l"], ["out"])
     cast.attribute.append(_ref_attribute("to", onnx.AttributeProto.INT))
-    body = [helper.make_node("Identity", ["a"], ["ai"]), helper.make_node("Add", ["ai", "b"], ["s"]),
-            helper.make_node("Constant", [], ["two"], value=helper.make_tensor("v", TensorProto.FLOAT, [], [2.0])),
-            helper.make_node("Mul", ["s", "two"], ["m"]), leaky, cast]
-    function = helper.make_function("my.lib", "Block", ["a", "b"], ["out"], body,
-                                    [helper.make_opsetid("", 17)], attributes=["alpha", "to"])
+    body = [
+        helper.make_node("Identity", ["a"], ["ai"]),
+        helper.make_node("Add", ["ai", "b"], ["s"]),
+        helper.make_node("Constant", [], ["two"], value=helper.make_tensor("v", TensorProto.FLOAT, [], [2.0])),
+        helper.make_node("Mul", ["s", "two"], ["m"]),
+        leaky,
+        cast,
+    ]
+    function = helper.make_function(
+        "my.lib", "Block", ["a", "b"], ["out"], body, [helper.make_opsetid("", 17)], attributes=["alpha", "to"]
+    )
     call = helper.make_node("Block", ["x", "y"], ["z"], domain="my.lib", alpha=0.2, to=TensorProto.FLOAT)
-    graph = helper.make_graph([call, helper.make_node("Identity", ["z"], ["w"])], "g",
-                              [tensor("x", shape=[3]), tensor("y", shape=[3])], [tensor("w", shape=[3])])
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.lib", 1)],
-                          functions=[function])
+    graph = helper.make_graph(
+        [call, helper.make_node("Identity", ["z"], ["w"])],
+        "g",
+        [tensor("x", shape=[3]), tensor("y", shape=[3])],
+        [tensor("w", shape=[3])],
+    )
+    m = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.lib", 1)], functions=[function]
+    )
     m.ir_version = 10
     return m
 
@@ -142,8 +182,11 @@ def test_every_op_with_graph_attributes_is_looked_into():
     from rewriter.graph.view import may_have_subgraphs
     from rewriter.onnx_facts.schemas import normalize_domain
 
-    with_graphs = {(normalize_domain(s.domain), s.name) for s in onnx.defs.get_all_schemas_with_history()
-                   if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in s.attributes.values())}
+    with_graphs = {
+        (normalize_domain(s.domain), s.name)
+        for s in onnx.defs.get_all_schemas_with_history()
+        if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in s.attributes.values())
+    }
     assert ("", "If") in with_graphs and ("", "Loop") in with_graphs
     assert all(may_have_subgraphs(domain, op) for domain, op in with_graphs)
     assert not may_have_subgraphs("", "Relu")

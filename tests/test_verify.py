@@ -1,5 +1,6 @@
 """The verifier: seeded bugs are caught with the default budget, failures are shrunk and
 saved as files a user can open, rules that never apply are findings, shipped packs pass."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,7 +32,9 @@ def only_verdict(report):
 
 # ----------------------------------------------------------------- seeded mutants
 
-GELU_WRONG_CONSTANT = HEADER + """
+GELU_WRONG_CONSTANT = (
+    HEADER
+    + """
 rule GeluWrongConstant root e {
     d = Div(x, ~1.5)
     e = Erf(d)
@@ -39,8 +42,11 @@ rule GeluWrongConstant root e {
   =>
     y = com.microsoft.Gelu(x)
 }"""
+)
 
-CONV_BN_WITHOUT_EPSILON = HEADER + """
+CONV_BN_WITHOUT_EPSILON = (
+    HEADER
+    + """
 rule ConvBatchNormNoEpsilon root c {
     c = Conv(x, W, B?)
     y = BatchNormalization(c, scale, b, mean, var) {epsilon}
@@ -49,10 +55,13 @@ rule ConvBatchNormNoEpsilon root c {
   =>
     y = Conv(x, W * reshape(k, [-1] + [1] * (rank(W) - 1)), ((B ?? 0) - mean) * k + b) {...c}
 }"""
+)
 
 # The same bug, said to the checker: `{epsilon: _}` (any value is fine) lets it through, and
 # the fuzzing must catch it.
-CONV_BN_EPSILON_ANY_VALUE = HEADER + """
+CONV_BN_EPSILON_ANY_VALUE = (
+    HEADER
+    + """
 rule ConvBatchNormEpsilonAnyValue root c {
     c = Conv(x, W, B?)
     y = BatchNormalization(c, scale, b, mean, var) {epsilon: _}
@@ -61,8 +70,11 @@ rule ConvBatchNormEpsilonAnyValue root c {
   =>
     y = Conv(x, W * reshape(k, [-1] + [1] * (rank(W) - 1)), ((B ?? 0) - mean) * k + b) {...c}
 }"""
+)
 
-CONV_ADD_WITHOUT_PER_CHANNEL_CHECK = HEADER + """
+CONV_ADD_WITHOUT_PER_CHANNEL_CHECK = (
+    HEADER
+    + """
 rule ConvAddAnyShape root c {
     c = Conv(x, W, B?)
     y = Add(c, b)
@@ -70,8 +82,11 @@ rule ConvAddAnyShape root c {
   =>
     y = Conv(x, W, (B ?? 0) + reshape(b, [-1])) {...c}
 }"""
+)
 
-LAYER_NORM_IGNORING_AXIS = HEADER + """
+LAYER_NORM_IGNORING_AXIS = (
+    HEADER
+    + """
 rule LayerNormAnyAxis root m {
     m = ReduceMean(x) {axes: ax}
     d = Sub(x, m)
@@ -83,26 +98,43 @@ rule LayerNormAnyAxis root m {
     y = LayerNormalization(x, ones([shape(x)[-1]], dtype(x)), zeros([shape(x)[-1]], dtype(x)))
         {axis: -1, epsilon: 0.00001}
 }"""
+)
 
 
 LAYER_NORM_AXIS_ANY_VALUE = LAYER_NORM_IGNORING_AXIS.replace("{axes: ax}", "{axes: _}").replace(
-    "LayerNormAnyAxis", "LayerNormAxisAnyValue")
+    "LayerNormAnyAxis", "LayerNormAxisAnyValue"
+)
 
 
-@pytest.mark.parametrize("text, level", [
-    (GELU_WRONG_CONSTANT, 2),
-    (CONV_BN_WITHOUT_EPSILON, 1),
-    (CONV_BN_EPSILON_ANY_VALUE, 1),
-    (LAYER_NORM_AXIS_ANY_VALUE, 1),
-    (CONV_ADD_WITHOUT_PER_CHANNEL_CHECK, 1),
-    (LAYER_NORM_IGNORING_AXIS, 1),
-], ids=["gelu-wrong-constant", "conv-bn-no-epsilon", "conv-bn-epsilon-any-value",
-        "layernorm-axis-any-value", "conv-add-no-per-channel-check", "layernorm-ignores-axis"])
+@pytest.mark.parametrize(
+    "text, level",
+    [
+        (GELU_WRONG_CONSTANT, 2),
+        (CONV_BN_WITHOUT_EPSILON, 1),
+        (CONV_BN_EPSILON_ANY_VALUE, 1),
+        (LAYER_NORM_AXIS_ANY_VALUE, 1),
+        (CONV_ADD_WITHOUT_PER_CHANNEL_CHECK, 1),
+        (LAYER_NORM_IGNORING_AXIS, 1),
+    ],
+    ids=[
+        "gelu-wrong-constant",
+        "conv-bn-no-epsilon",
+        "conv-bn-epsilon-any-value",
+        "layernorm-axis-any-value",
+        "conv-add-no-per-channel-check",
+        "layernorm-ignores-axis",
+    ],
+)
 def test_seeded_mutant_is_caught_with_the_default_budget(text, level, tmp_path):
     # (caught is all this asks: little shrinking)
-    verdict = only_verdict(verify_text(text.replace("pack mutants level 1", "pack mutants level 1"
-                                                    + (" providers CPU" if level >= 2 else "")),
-                                       tmp_path, level=level, shrink_attempts=5))
+    verdict = only_verdict(
+        verify_text(
+            text.replace("pack mutants level 1", "pack mutants level 1" + (" providers CPU" if level >= 2 else "")),
+            tmp_path,
+            level=level,
+            shrink_attempts=5,
+        )
+    )
     assert verdict.verdict == "FAIL", verdict
 
 
@@ -119,12 +151,19 @@ def test_identity_elimination_that_ignores_graph_outputs_is_caught(tmp_path, mon
             monkeypatch.setattr(type(self.view), "is_graph_output", real)
 
     monkeypatch.setattr(apply_module.Rewriter, "apply", buggy)
-    report = verify(packs=[p for p in rewriter.bundled_packs() if p.name == "basic"],
-                    rule="IdentityElimination", out=tmp_path, seed=1, shrink_attempts=5, jobs=1)
+    report = verify(
+        packs=[p for p in rewriter.bundled_packs() if p.name == "basic"],
+        rule="IdentityElimination",
+        out=tmp_path,
+        seed=1,
+        shrink_attempts=5,
+        jobs=1,
+    )
     assert only_verdict(report).verdict == "FAIL"
 
 
 # ------------------------------------------------------------------ what a user gets
+
 
 @pytest.fixture(scope="module")
 def conv_bn_failure(tmp_path_factory):
@@ -163,8 +202,15 @@ def test_a_rule_that_never_applies_is_reported_unverified(tmp_path):
 
 
 def test_a_correct_rule_passes_and_counts_its_draws(tmp_path):
-    verdict = only_verdict(verify(packs=[p for p in rewriter.bundled_packs() if p.name == "basic"],
-                                  rule="ConvBatchNormFusion", examples=30, out=tmp_path, seed=3))
+    verdict = only_verdict(
+        verify(
+            packs=[p for p in rewriter.bundled_packs() if p.name == "basic"],
+            rule="ConvBatchNormFusion",
+            examples=30,
+            out=tmp_path,
+            seed=3,
+        )
+    )
     assert verdict.verdict == "ok"
     assert 20 <= verdict.applied <= 30  # examples count rewritten instances
     assert verdict.applied <= verdict.draws  # draws also count those left alone
@@ -186,6 +232,7 @@ def test_every_shipped_rule_verifies_quickly(tmp_path):
 
 
 # ----------------------------------------------------------- repeatable, parallel, explained
+
 
 def test_the_same_seed_gives_the_same_counterexample(conv_bn_failure, tmp_path):
     """Shrinking stops after a number of attempts, not a time: one seed, one answer."""
@@ -216,15 +263,19 @@ def test_parallel_workers_give_the_verdicts_of_one_process(tmp_path):
     serial = verify(packs=[pack], rule=names, examples=15, out=tmp_path / "1", jobs=1)
     parallel = verify(packs=[pack], rule=names, examples=15, out=tmp_path / "2", jobs=2)
     assert [v.rule for v in parallel.verdicts] == names  # in the pack's order
-    assert [(v.rule, v.verdict, v.draws, v.applied) for v in serial.verdicts] == \
-        [(v.rule, v.verdict, v.draws, v.applied) for v in parallel.verdicts]
+    assert [(v.rule, v.verdict, v.draws, v.applied) for v in serial.verdicts] == [
+        (v.rule, v.verdict, v.draws, v.applied) for v in parallel.verdicts
+    ]
 
 
 def test_a_rule_the_checker_refuses_fails_and_the_others_are_still_verified(tmp_path):
-    text = HEADER + """
+    text = (
+        HEADER
+        + """
 rule DropsAxis { y = Softmax(x) {axis: a} => y = Softmax(x) }
 rule Fine { y = Identity(x) => y = x }
 """
+    )
     report = verify_text(text, tmp_path, examples=15)
     by_rule = {v.rule: v for v in report.verdicts}
     assert by_rule["DropsAxis"].verdict == "FAIL" and by_rule["DropsAxis"].draws == 0
@@ -244,17 +295,19 @@ def test_a_rewrite_that_crashes_onnxruntime_fails_with_the_draw_that_crashed(tmp
     are still verified."""
     from rewriter.verify.campaign import CRASHED
 
-    crashing = ("pack mutants level 3\n"
-                "rule EmptyPool root p {\n"
-                "    p = MaxPool(x) {kernel_shape: k}\n"
-                "  where nchwc_block() != none and dtype(x) == float and rank(x) == 4 and static(x, p)\n"
-                "    and shape(x)[1] % nchwc_block() == 0\n"
-                "  example x: float[1, 16, 2, 2], k = [3, 3]\n"
-                "  =>\n"
-                "    p = com.microsoft.nchwc.ReorderOutput(com.microsoft.nchwc.MaxPool(\n"
-                "        com.microsoft.nchwc.ReorderInput(x)) {...p}) {channels: shape(x)[1]}\n"
-                "}\n"
-                "rule Fine { y = Neg(Neg(x)) => y = x }\n")
+    crashing = (
+        "pack mutants level 3\n"
+        "rule EmptyPool root p {\n"
+        "    p = MaxPool(x) {kernel_shape: k}\n"
+        "  where nchwc_block() != none and dtype(x) == float and rank(x) == 4 and static(x, p)\n"
+        "    and shape(x)[1] % nchwc_block() == 0\n"
+        "  example x: float[1, 16, 2, 2], k = [3, 3]\n"
+        "  =>\n"
+        "    p = com.microsoft.nchwc.ReorderOutput(com.microsoft.nchwc.MaxPool(\n"
+        "        com.microsoft.nchwc.ReorderInput(x)) {...p}) {channels: shape(x)[1]}\n"
+        "}\n"
+        "rule Fine { y = Neg(Neg(x)) => y = x }\n"
+    )
     from rewriter.onnx_facts.nchwc import nchwc_block_size
 
     if nchwc_block_size() is None:

@@ -1,4 +1,5 @@
 """The rule language: text -> checked, immutable ``Pack`` objects."""
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,7 @@ def load_pack_text(text: str, file: str = "<rules>") -> Pack:
     expect(text, str, "load_pack_text()'s text")
     expect(file, str, "load_pack_text()'s file name")
     if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
-        raise RuleError(f"rules text larger than {MAX_TEXT_BYTES >> 10} KB; split it into "
-                        f"several packs", file, 0, 0)
+        raise RuleError(f"rules text larger than {MAX_TEXT_BYTES >> 10} KB; split it into several packs", file, 0, 0)
     pack = parse_pack(text, file)
     _raise_first(check_pack(pack), text)
     return pack
@@ -71,5 +71,14 @@ def load_pack_checked(source: str | Path | Pack) -> tuple[Pack, dict[str, list[R
     return pack, by_rule
 
 
-__all__ = ["Pack", "Rule", "check_pack", "check_rules", "load_pack", "load_pack_checked",
-           "load_pack_text", "parse_pack", "parse_pack_file"]
+__all__ = [
+    "Pack",
+    "Rule",
+    "check_pack",
+    "check_rules",
+    "load_pack",
+    "load_pack_checked",
+    "load_pack_text",
+    "parse_pack",
+    "parse_pack_file",
+]

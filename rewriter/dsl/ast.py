@@ -3,6 +3,7 @@
 The parser builds these; the checker, the matcher and the rewriter only read them.  Every
 object that can be wrong in a user's file carries its ``Position`` so errors point at it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -34,11 +35,51 @@ from ..expr.syntax import (
     split_op_name,
 )
 
-__all__ = ["AnyArg", "AttrPattern", "AttrRef", "AttrSet", "AttrSpread", "Binary", "BoolOp", "Call", "Compare",
-           "Const", "Constraint", "Equation", "Example", "ExampleSet", "Expr", "Fragment", "Index", "Instance",
-           "Let", "ListExpr", "Literal", "LiteralArg", "Name", "Num", "OpPattern", "Out", "Pack", "ParamArg",
-           "PatternArg", "ReplacementEquation", "RestArg", "Rule", "Slice", "Str", "Unary", "Use", "VarArg",
-           "Where", "conjuncts", "is_op_name", "names_read", "split_op_name", "spread_names"]
+__all__ = [
+    "AnyArg",
+    "AttrPattern",
+    "AttrRef",
+    "AttrSet",
+    "AttrSpread",
+    "Binary",
+    "BoolOp",
+    "Call",
+    "Compare",
+    "Const",
+    "Constraint",
+    "Equation",
+    "Example",
+    "ExampleSet",
+    "Expr",
+    "Fragment",
+    "Index",
+    "Instance",
+    "Let",
+    "ListExpr",
+    "Literal",
+    "LiteralArg",
+    "Name",
+    "Num",
+    "OpPattern",
+    "Out",
+    "Pack",
+    "ParamArg",
+    "PatternArg",
+    "ReplacementEquation",
+    "RestArg",
+    "Rule",
+    "Slice",
+    "Str",
+    "Unary",
+    "Use",
+    "VarArg",
+    "Where",
+    "conjuncts",
+    "is_op_name",
+    "names_read",
+    "split_op_name",
+    "spread_names",
+]
 
 
 def spread_names(rule: Rule) -> set[str]:
@@ -182,7 +223,7 @@ class Let:
 class Example:
     """A generator hint: ``x: float[N, 3]`` (shape), ``s = [0]`` (value) or ``opset 9``."""
 
-    name: str | None                      # the tensor variable (None for opset)
+    name: str | None  # the tensor variable (None for opset)
     dtype: str | None = None
     dims: tuple[int | str, ...] | None = None
     value: Expr | None = None
@@ -255,7 +296,7 @@ class Instance:
     """``Name(args)`` after a parameterized rule's ``for``: one rule of the family."""
 
     name: str
-    args: tuple[Expr, ...]   # Name (an op or a value name), Num, Str, Const or ListExpr
+    args: tuple[Expr, ...]  # Name (an op or a value name), Num, Str, Const or ListExpr
     pos: Position
 
 
@@ -270,7 +311,7 @@ class Rule:
     tolerance: float | None
     pos: Position
     file: str
-    providers: tuple[str, ...] = ()   # execution providers it may run on (empty: the pack's)
+    providers: tuple[str, ...] = ()  # execution providers it may run on (empty: the pack's)
     examples: tuple[ExampleSet, ...] = ()  # generator hints for `rewriter verify`
     family: str = ""  # "Template(args)" when the rule is an instance of a parameterized rule
 

@@ -4,6 +4,7 @@ Undefined names, a root outside the pattern, unknown ops (against ONNX's and onn
 schemas, or a domain the pack declares custom), wrong arity, unknown attributes, unknown
 functions, a disconnected pattern.  Every problem is a ``RuleError`` with its position.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -22,12 +23,11 @@ from . import ast as A
 BUILTIN_PASSES = ("constant_folding", "common_subexpression_elimination")
 
 
-
 @dataclass
 class _Scope:
-    tensors: set[str] = field(default_factory=set)      # values of the graph
-    produced: set[str] = field(default_factory=set)     # outputs of pattern nodes
-    scalars: set[str] = field(default_factory=set)      # attribute captures and lets
+    tensors: set[str] = field(default_factory=set)  # values of the graph
+    produced: set[str] = field(default_factory=set)  # outputs of pattern nodes
+    scalars: set[str] = field(default_factory=set)  # attribute captures and lets
 
 
 class _Checker:
@@ -48,8 +48,7 @@ class _Checker:
         if domain in self.custom_domains:
             return None
         if domain and domain not in known_domains():
-            self.error(f"unknown domain '{domain}' (declare it with `domain {domain}` to use "
-                       f"custom ops)", pos)
+            self.error(f"unknown domain '{domain}' (declare it with `domain {domain}` to use custom ops)", pos)
             return None
         hint = ""
         close = difflib.get_close_matches(op, onnx_op_names(domain), n=1)
@@ -59,8 +58,16 @@ class _Checker:
         self.error(f"unknown op '{qualified}'{hint}", pos)
         return None
 
-    def check_arity(self, info: OpInfo | None, n_inputs: int, n_outputs: int, variadic: bool,
-                    op: str, pos: Position, required_inputs: int | None = None) -> None:
+    def check_arity(
+        self,
+        info: OpInfo | None,
+        n_inputs: int,
+        n_outputs: int,
+        variadic: bool,
+        op: str,
+        pos: Position,
+        required_inputs: int | None = None,
+    ) -> None:
         if info is None:
             return
         if n_inputs > info.max_inputs and not variadic:
@@ -79,13 +86,16 @@ class _Checker:
     # ---------------------------------------------------------- expressions
     def check_expr(self, expr: A.Expr, scope: _Scope, allow_ops: bool = False) -> None:
         if isinstance(expr, A.Name):
-            if (expr.id not in scope.tensors and expr.id not in scope.scalars
-                    and expr.id not in DTYPES and expr.id not in CONSTANTS):
+            if (
+                expr.id not in scope.tensors
+                and expr.id not in scope.scalars
+                and expr.id not in DTYPES
+                and expr.id not in CONSTANTS
+            ):
                 self.error(f"undefined name '{expr.id}'", expr.pos)
         elif isinstance(expr, A.AttrRef):
             if expr.var not in scope.produced:
-                self.error(f"'{expr.var}.{expr.attr}': '{expr.var}' is not the output of a "
-                           f"pattern node", expr.pos)
+                self.error(f"'{expr.var}.{expr.attr}': '{expr.var}' is not the output of a pattern node", expr.pos)
         elif isinstance(expr, A.Call):
             if expr.is_op:
                 if not allow_ops:
@@ -99,9 +109,13 @@ class _Checker:
             else:
                 n = len(expr.args)
                 if n < fn.min_args or (fn.max_args is not None and n > fn.max_args):
-                    want = (f"{fn.min_args}" if fn.min_args == fn.max_args else
-                            f"{fn.min_args}+" if fn.max_args is None else
-                            f"{fn.min_args}-{fn.max_args}")
+                    want = (
+                        f"{fn.min_args}"
+                        if fn.min_args == fn.max_args
+                        else f"{fn.min_args}+"
+                        if fn.max_args is None
+                        else f"{fn.min_args}-{fn.max_args}"
+                    )
                     self.error(f"{expr.func}() takes {want} arguments, got {n}", expr.pos)
             if expr.attrs is not None:
                 self.error(f"function {expr.func}() takes no attribute block", expr.pos)
@@ -131,8 +145,7 @@ class _Checker:
                 required = sum(1 for a in fixed if not (isinstance(a, A.VarArg) and a.optional))
                 self.check_arity(info, len(fixed), len(eq.outs), variadic, alt.op, alt.pos)
                 if info is not None and required < info.min_inputs and not variadic:
-                    self.error(f"{alt.op} needs at least {info.min_inputs} inputs, got "
-                               f"{required}", alt.pos)
+                    self.error(f"{alt.op} needs at least {info.min_inputs} inputs, got {required}", alt.pos)
                 for i, arg in enumerate(alt.args):
                     if isinstance(arg, A.RestArg) and i != len(alt.args) - 1:
                         self.error("*rest must be the last input", arg.pos)
@@ -148,8 +161,11 @@ class _Checker:
                 info = op_signature(alt.domain, alt.op)
                 for attr in alt.attrs:
                     self.check_attr_name(info, attr.name, alt.op, attr.pos)
-                    if isinstance(attr.value, A.Name) and attr.value.id not in scope.tensors \
-                            and attr.value.id not in DTYPES:
+                    if (
+                        isinstance(attr.value, A.Name)
+                        and attr.value.id not in scope.tensors
+                        and attr.value.id not in DTYPES
+                    ):
                         scope.scalars.add(attr.value.id)
         for eq in rule.equations:
             for alt in eq.alternatives:
@@ -161,8 +177,7 @@ class _Checker:
         elif any(eq.keep and rule.root in eq.out_names for eq in rule.equations):
             self.error(f"root '{rule.root}' is a kept node; the root is rewritten", rule.pos)
         if pattern_graph.number_of_nodes() and not nx.is_connected(pattern_graph):
-            self.error("the pattern is not connected: every node must share a value with "
-                       "another", rule.pos)
+            self.error("the pattern is not connected: every node must share a value with another", rule.pos)
         for let in rule.lets:
             if let.name in scope.tensors or let.name in scope.scalars:
                 self.error(f"'{let.name}' is already bound", let.pos)
@@ -210,10 +225,13 @@ class _Checker:
                 for attr in alt.attrs:
                     value = attr.value
                     if isinstance(value, A.Name) and value.id in scope.scalars and value.id not in used:
-                        self.error(f"attribute '{attr.name}' of {alt.op} is captured as '{value.id}' but "
-                                   f"never used: the rewrite would drop it (use it, require a value "
-                                   f"with {{{attr.name}: VALUE}}, or write {{{attr.name}: _}} if any "
-                                   f"value is fine)", attr.pos)
+                        self.error(
+                            f"attribute '{attr.name}' of {alt.op} is captured as '{value.id}' but "
+                            f"never used: the rewrite would drop it (use it, require a value "
+                            f"with {{{attr.name}: VALUE}}, or write {{{attr.name}: _}} if any "
+                            f"value is fine)",
+                            attr.pos,
+                        )
 
     def check_replacement(self, rule: A.Rule, scope: _Scope) -> None:
         defined: set[str] = set()
@@ -235,8 +253,7 @@ class _Checker:
                 if out.name in defined:
                     self.error(f"'{out.name}' is defined twice in the replacement", out.pos)
                 if out.name in scope.tensors and out.name not in scope.produced:
-                    self.error(f"'{out.name}' is an input of the pattern and cannot be "
-                               f"replaced", out.pos)
+                    self.error(f"'{out.name}' is an input of the pattern and cannot be replaced", out.pos)
                 if out.name in scope.scalars:
                     self.error(f"'{out.name}' is not a tensor of the pattern", out.pos)
                 if out.name in kept_outputs:
@@ -244,20 +261,17 @@ class _Checker:
                 defined.add(out.name)
                 visible.tensors.add(out.name)
 
-    def check_replacement_call(self, call: A.Call, scope: _Scope, n_outputs: int,
-                               pattern_scope: _Scope) -> None:
+    def check_replacement_call(self, call: A.Call, scope: _Scope, n_outputs: int, pattern_scope: _Scope) -> None:
         """Inputs see ``scope`` (replaced values are gone); attribute expressions may also
         read the matched values (``op(y)``, ``y.alpha``), so they see ``pattern_scope``."""
         domain, op = A.split_op_name(call.func)
         info = self.op_info(domain, op, call.pos)
-        self.check_arity(info, len(call.args), n_outputs, False, op, call.pos,
-                         required_inputs=len(call.args))
+        self.check_arity(info, len(call.args), n_outputs, False, op, call.pos, required_inputs=len(call.args))
         attr_scope = _Scope(scope.tensors | pattern_scope.tensors, scope.produced, scope.scalars)
         for attr in call.attrs or ():
             if isinstance(attr, A.AttrSpread):
                 if attr.var not in scope.produced:
-                    self.error(f"...{attr.var}: '{attr.var}' is not the output of a pattern "
-                               f"node", attr.pos)
+                    self.error(f"...{attr.var}: '{attr.var}' is not the output of a pattern node", attr.pos)
             else:
                 self.check_attr_name(info, attr.name, op, attr.pos)
                 self.check_expr(attr.value, attr_scope)
@@ -272,11 +286,12 @@ class _Checker:
         seen: dict[str, A.Rule] = {}
         for builtin in self.pack.builtins:
             if builtin not in BUILTIN_PASSES:
-                self.error(f"unknown builtin '{builtin}' (known: {', '.join(sorted(BUILTIN_PASSES))})",
-                           self.pack.pos)
+                self.error(f"unknown builtin '{builtin}' (known: {', '.join(sorted(BUILTIN_PASSES))})", self.pack.pos)
         if not 0 <= self.pack.level <= 4:
-            self.error(f"level {self.pack.level} is not one of 0 (required), 1 (basic), "
-                       f"2 (extended), 3 (layout), 4", self.pack.pos)
+            self.error(
+                f"level {self.pack.level} is not one of 0 (required), 1 (basic), 2 (extended), 3 (layout), 4",
+                self.pack.pos,
+            )
         by_rule: dict[str, list[RuleError]] = {}
         for rule in self.pack.rules:
             if rule.name in seen:
@@ -287,8 +302,10 @@ class _Checker:
             if len(self.errors) > start:
                 found = self.errors[start:]
                 if rule.family:  # the text is the family's: name the instance that fails
-                    found = [RuleError(f"{e.message} (in {rule.name} = {rule.family})", e.file, e.line,
-                                       e.column, e.snippet) for e in found]
+                    found = [
+                        RuleError(f"{e.message} (in {rule.name} = {rule.family})", e.file, e.line, e.column, e.snippet)
+                        for e in found
+                    ]
                 by_rule.setdefault(rule.name, []).extend(found)
                 del self.errors[start:]
         return self.errors, by_rule

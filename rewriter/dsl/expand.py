@@ -16,6 +16,7 @@ ever see plain rules.
 Definitions come before their uses, so the file reads top-down; the expansion is bounded
 (``MAX_DEPTH`` nested uses, each definition expanded once per use).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,9 +33,16 @@ MAX_DEPTH = 16  # constraints calling constraints, fragments using fragments
 
 # fields of rule objects that hold a name of the rule's (renamed by a substitution)
 _NAME_FIELDS: dict[type, tuple[str, ...]] = {
-    A.Name: ("id",), A.AttrRef: ("var",), A.AttrSpread: ("var",), A.VarArg: ("name",),
-    A.RestArg: ("name",), A.LiteralArg: ("bind",), A.Out: ("name",), A.Let: ("name",),
-    A.Example: ("name",), A.Use: (),
+    A.Name: ("id",),
+    A.AttrRef: ("var",),
+    A.AttrSpread: ("var",),
+    A.VarArg: ("name",),
+    A.RestArg: ("name",),
+    A.LiteralArg: ("bind",),
+    A.Out: ("name",),
+    A.Let: ("name",),
+    A.Example: ("name",),
+    A.Use: (),
 }
 
 
@@ -68,11 +76,17 @@ def transform_inside(obj, visit: Callable[[object], object | None]):
 
 # ------------------------------------------------------------------------- substitution
 
+
 class Substitution:
     """Names renamed, parameters bound to values, op names replaced."""
 
-    def __init__(self, names: dict[str, str] | None = None, values: dict[str, A.Expr] | None = None,
-                 ops: dict[str, str] | None = None, reposition: bool = True) -> None:
+    def __init__(
+        self,
+        names: dict[str, str] | None = None,
+        values: dict[str, A.Expr] | None = None,
+        ops: dict[str, str] | None = None,
+        reposition: bool = True,
+    ) -> None:
         self.names = names or {}
         self.values = values or {}
         self.ops = ops or {}
@@ -120,11 +134,13 @@ class Substitution:
             if arg.optional:
                 raise _error(f"optional input '{arg.name}?' is given a constant", arg.pos)
             return A.LiteralArg(A.Literal(value.value, False, arg.pos), None, arg.pos)
-        raise _error(f"pattern input '{arg.name}' can be given a name or a number, not "
-                     f"{type(value).__name__.lower()}", arg.pos)
+        raise _error(
+            f"pattern input '{arg.name}' can be given a name or a number, not {type(value).__name__.lower()}", arg.pos
+        )
 
 
 # --------------------------------------------------------------------------- constraints
+
 
 class Constraints:
     """The constraints defined so far in a file, and their inlining."""
@@ -135,33 +151,44 @@ class Constraints:
     def define(self, constraint: A.Constraint, builtin: Iterable[str]) -> None:
 
         if constraint.name in self.defined or constraint.name in FUNCTIONS:
-            raise _error(f"'{constraint.name}' is defined already"
-                         + (" (a built-in function)" if constraint.name in FUNCTIONS else ""), constraint.pos)
+            raise _error(
+                f"'{constraint.name}' is defined already"
+                + (" (a built-in function)" if constraint.name in FUNCTIONS else ""),
+                constraint.pos,
+            )
         if len(set(constraint.params)) != len(constraint.params):
             raise _error(f"constraint '{constraint.name}' names a parameter twice", constraint.pos)
         body = self.inline(constraint.expr)
         stray = A.names_read(body) - set(constraint.params) - set(DTYPES) - set(CONSTANTS) - set(builtin)
         if stray:
-            raise _error(f"constraint '{constraint.name}' reads '{sorted(stray)[0]}', which is not one "
-                         f"of its parameters", constraint.pos)
+            raise _error(
+                f"constraint '{constraint.name}' reads '{sorted(stray)[0]}', which is not one of its parameters",
+                constraint.pos,
+            )
         self.defined[constraint.name] = dataclasses.replace(constraint, expr=body)
 
     def inline(self, obj):
         """Every call of a defined constraint in ``obj`` replaced by its body (bodies were
         inlined when defined: no depth to bound)."""
+
         def visit(node):
             if isinstance(node, A.Call) and node.func in self.defined:
                 constraint = self.defined[node.func]
                 if len(node.args) != len(constraint.params) or node.attrs:
-                    raise _error(f"constraint '{node.func}' takes {len(constraint.params)} "
-                                 f"argument{'s' * (len(constraint.params) != 1)}, got {len(node.args)}", node.pos)
+                    raise _error(
+                        f"constraint '{node.func}' takes {len(constraint.params)} "
+                        f"argument{'s' * (len(constraint.params) != 1)}, got {len(node.args)}",
+                        node.pos,
+                    )
                 args = tuple(transform(a, visit) for a in node.args)
                 return Substitution(values=dict(zip(constraint.params, args)), reposition=False)(constraint.expr)
             return None
+
         return transform(obj, visit)
 
 
 # ----------------------------------------------------------------------------- fragments
+
 
 def _defined_names(items: Iterable) -> set[str]:
     """Names a body defines: equation outputs and lets."""
@@ -203,11 +230,13 @@ class Fragments:
                 continue
             fragment = self.defined.get(item.name)
             if fragment is None:
-                raise _error(f"unknown fragment '{item.name}' (a fragment is defined before the "
-                             f"rules that use it)", item.pos)
+                raise _error(
+                    f"unknown fragment '{item.name}' (a fragment is defined before the rules that use it)", item.pos
+                )
             if len(item.args) != len(fragment.params):
-                raise _error(f"fragment '{item.name}' takes {len(fragment.params)} names, got "
-                             f"{len(item.args)}", item.pos)
+                raise _error(
+                    f"fragment '{item.name}' takes {len(fragment.params)} names, got {len(item.args)}", item.pos
+                )
             names = dict(zip(fragment.params, item.args))
             # temporaries of nested calls ($1) get fresh names: a fragment may be used twice
             temps = {n for n in _defined_names(fragment.body) if n.startswith("$")}
@@ -216,14 +245,18 @@ class Fragments:
             local = _defined_names(body) - set(item.args) - set(names.values())
             clash = sorted(local & taken)
             if clash:
-                raise _error(f"fragment '{item.name}' defines '{clash[0]}', which this rule defines "
-                             f"too (pass it as a parameter, or rename it)", item.pos)
+                raise _error(
+                    f"fragment '{item.name}' defines '{clash[0]}', which this rule defines "
+                    f"too (pass it as a parameter, or rename it)",
+                    item.pos,
+                )
             taken |= local
             out.extend(body)
         return out
 
 
 # ------------------------------------------------------------------------------ families
+
 
 def describe_args(args: Iterable[A.Expr]) -> str:
 
@@ -233,8 +266,10 @@ def describe_args(args: Iterable[A.Expr]) -> str:
 def instantiate(rule: A.Rule, params: tuple[str, ...], instance: A.Instance) -> A.Rule:
     """One rule of a family: ``rule``'s parameters replaced by the instance's arguments."""
     if len(instance.args) != len(params):
-        raise _error(f"rule '{rule.name}' takes {len(params)} parameters, instance '{instance.name}' "
-                     f"gives {len(instance.args)}", instance.pos)
+        raise _error(
+            f"rule '{rule.name}' takes {len(params)} parameters, instance '{instance.name}' gives {len(instance.args)}",
+            instance.pos,
+        )
     ops = {p: a.id for p, a in zip(params, instance.args) if isinstance(a, A.Name) and A.is_op_name(a.id)}
     names = {p: a.id for p, a in zip(params, instance.args) if isinstance(a, A.Name) and not A.is_op_name(a.id)}
     values = {p: a for p, a in zip(params, instance.args) if not isinstance(a, A.Name)}
@@ -243,8 +278,9 @@ def instantiate(rule: A.Rule, params: tuple[str, ...], instance: A.Instance) -> 
     subst = Substitution(names=names, values=values, ops=ops)
     expanded = subst(dataclasses.replace(rule, name=instance.name, family="", pos=rule.pos))
     root = names.get(rule.root, rule.root)
-    return dataclasses.replace(expanded, name=instance.name, root=root,
-                               family=f"{rule.name}({describe_args(instance.args)})")
+    return dataclasses.replace(
+        expanded, name=instance.name, root=root, family=f"{rule.name}({describe_args(instance.args)})"
+    )
 
 
 def fresh_counter(start: int = 1_000_000) -> Iterable[int]:

@@ -3,6 +3,7 @@
 Nested op calls in a pattern (``Mul(x, Add(e, 1.0))``) are flattened here into equations
 over fresh names (``$1``), so the rest of the engine only ever sees flat equations.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,21 +23,37 @@ from . import ast as A
 from .expand import Constraints, Fragments, fresh_counter, instantiate
 
 _TOKEN_NAMES = {
-    "NAME": "a name", "DOTTED": "a dotted name", "INT": "an integer", "FLOAT": "a number",
-    "STRING": "a string", "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'", "RBRACE": "'}'",
-    "LSQB": "'['", "RSQB": "']'", "COMMA": "','", "EQUAL": "'='", "COLON": "':'",
-    "QMARK": "'?'", "VBAR": "'|'", "STAR": "'*'", "TILDE": "'~'", "MINUS": "'-'",
-    "PLUS": "'+'", "SLASH": "'/'", "MORETHAN": "'>'", "LESSTHAN": "'<'", "$END": "end of file",
+    "NAME": "a name",
+    "DOTTED": "a dotted name",
+    "INT": "an integer",
+    "FLOAT": "a number",
+    "STRING": "a string",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "COMMA": "','",
+    "EQUAL": "'='",
+    "COLON": "':'",
+    "QMARK": "'?'",
+    "VBAR": "'|'",
+    "STAR": "'*'",
+    "TILDE": "'~'",
+    "MINUS": "'-'",
+    "PLUS": "'+'",
+    "SLASH": "'/'",
+    "MORETHAN": "'>'",
+    "LESSTHAN": "'<'",
+    "$END": "end of file",
 }
 
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
     # cache=True keeps the LALR tables in the temp dir, keyed by a hash of the grammar
-    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=True,
-                cache=True)
-
-
+    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True)
 
 
 class _ToAst(Transformer):
@@ -52,16 +69,16 @@ class _ToAst(Transformer):
         self.fragments = Fragments(fresh_counter())
 
     def _pos(self, meta_or_token) -> Position:
-        return Position(getattr(meta_or_token, "line", 0) or 0,
-                        getattr(meta_or_token, "column", 0) or 0, self.file)
+        return Position(getattr(meta_or_token, "line", 0) or 0, getattr(meta_or_token, "column", 0) or 0, self.file)
 
     # ---- numbers and literals
     def _int(self, tok) -> int:
         """An integer token's value (a literal of hundreds of digits is an error: Python
         refuses to convert more than 4,300 anyway)."""
         if len(tok) > MAX_INT_DIGITS:
-            raise RuleError(f"integer literal of {len(tok)} digits (at most {MAX_INT_DIGITS})",
-                            self.file, tok.line, tok.column)
+            raise RuleError(
+                f"integer literal of {len(tok)} digits (at most {MAX_INT_DIGITS})", self.file, tok.line, tok.column
+            )
         return int(tok)
 
     def int_(self, children):
@@ -109,8 +126,9 @@ class _ToAst(Transformer):
         (tok,) = children
         var, _, attr = str(tok).partition(".")
         if "." in attr:
-            raise RuleError(f"'{tok}' is not an attribute reference (use var.attribute)",
-                            self.file, tok.line, tok.column)
+            raise RuleError(
+                f"'{tok}' is not an attribute reference (use var.attribute)", self.file, tok.line, tok.column
+            )
         return A.AttrRef(var, attr, self._pos(tok))
 
     @v_args(meta=True)
@@ -252,8 +270,7 @@ class _ToAst(Transformer):
     def arg_nested(self, meta, children):
         (op_pattern,) = children
         temp = f"${next(self._fresh)}"
-        self._pending.append(A.Equation((A.Out(temp, False, op_pattern.pos),), (op_pattern,),
-                                        op_pattern.pos))
+        self._pending.append(A.Equation((A.Out(temp, False, op_pattern.pos),), (op_pattern,), op_pattern.pos))
         return A.VarArg(temp, False, self._pos(meta))
 
     @v_args(meta=True)
@@ -305,8 +322,12 @@ class _ToAst(Transformer):
         nested, self._pending = self._pending, []
         if nested and len(alternatives) > 1:
             # a nested call would be an equation of its own that every alternative needs
-            raise RuleError("an alternative cannot nest op calls; name the inner node in an "
-                            "equation of its own", self.file, meta.line, meta.column)
+            raise RuleError(
+                "an alternative cannot nest op calls; name the inner node in an equation of its own",
+                self.file,
+                meta.line,
+                meta.column,
+            )
         if keep is not None:  # nested calls of a kept equation are context too
             nested = [dataclasses.replace(eq, keep=True) for eq in nested]
         return [*nested, A.Equation(outs, alternatives, self._pos(meta), keep=keep is not None)]
@@ -333,11 +354,15 @@ class _ToAst(Transformer):
         elements = 1
         for d in known:
             elements *= d
-        if len(dims) > MAX_EXAMPLE_RANK or any(d > MAX_EXAMPLE_DIM for d in known) \
-                or elements > MAX_EXAMPLE_ELEMENTS:
-            raise RuleError(f"example shape {list(dims)} is too large for an instance (at most "
-                            f"{MAX_EXAMPLE_RANK} dims of at most {MAX_EXAMPLE_DIM}, "
-                            f"{MAX_EXAMPLE_ELEMENTS} elements)", self.file, meta.line, meta.column)
+        if len(dims) > MAX_EXAMPLE_RANK or any(d > MAX_EXAMPLE_DIM for d in known) or elements > MAX_EXAMPLE_ELEMENTS:
+            raise RuleError(
+                f"example shape {list(dims)} is too large for an instance (at most "
+                f"{MAX_EXAMPLE_RANK} dims of at most {MAX_EXAMPLE_DIM}, "
+                f"{MAX_EXAMPLE_ELEMENTS} elements)",
+                self.file,
+                meta.line,
+                meta.column,
+            )
         return A.Example(str(name), None if dtype is None else str(dtype), dims, pos=self._pos(meta))
 
     @v_args(meta=True)
@@ -348,8 +373,12 @@ class _ToAst(Transformer):
     def example_opset(self, meta, children):
         opset = self._int(children[0])
         if not 1 <= opset <= latest_opset(""):
-            raise RuleError(f"example opset {opset} is not one onnx knows (1 to {latest_opset('')})",
-                            self.file, meta.line, meta.column)
+            raise RuleError(
+                f"example opset {opset} is not one onnx knows (1 to {latest_opset('')})",
+                self.file,
+                meta.line,
+                meta.column,
+            )
         return A.Example(None, opset=opset, pos=self._pos(meta))
 
     @v_args(meta=True)
@@ -372,8 +401,7 @@ class _ToAst(Transformer):
     @v_args(meta=True)
     def constraint_decl(self, meta, children):
         name, *params, expr = children
-        self.constraints.define(A.Constraint(str(name), self._names(params), expr, self._pos(name)),
-                                builtin=())
+        self.constraints.define(A.Constraint(str(name), self._names(params), expr, self._pos(name)), builtin=())
         return ("constraint", str(name))
 
     @v_args(meta=True)
@@ -433,33 +461,47 @@ class _ToAst(Transformer):
             elif option[0] == "instances":
                 instances = option[1]
         if (params is None) != (not instances):
-            raise RuleError(f"rule {name_tok} has parameters but no `for` instances" if params is not None
-                            else f"rule {name_tok} has `for` instances but no parameters",
-                            self.file, name_tok.line, name_tok.column)
+            raise RuleError(
+                f"rule {name_tok} has parameters but no `for` instances"
+                if params is not None
+                else f"rule {name_tok} has `for` instances but no parameters",
+                self.file,
+                name_tok.line,
+                name_tok.column,
+            )
         body = self.fragments.expand(body)
         body = [self.constraints.inline(item) for item in body]
         replacement = self.constraints.inline(replacement)
         equations = tuple(i for i in body if isinstance(i, A.Equation))
         if root is None:
             if not equations or not equations[-1].out_names:
-                raise RuleError(f"rule {name_tok} needs a root (root NAME)", self.file,
-                                name_tok.line, name_tok.column)
+                raise RuleError(f"rule {name_tok} needs a root (root NAME)", self.file, name_tok.line, name_tok.column)
             root = equations[-1].out_names[0]
         rule = A.Rule(
-            name=str(name_tok), root=root, equations=equations,
+            name=str(name_tok),
+            root=root,
+            equations=equations,
             wheres=tuple(i for i in body if isinstance(i, A.Where)),
             lets=tuple(i for i in body if isinstance(i, A.Let)),
             examples=tuple(i for i in body if isinstance(i, A.ExampleSet)),
-            replacement=replacement, tolerance=tolerance, pos=self._pos(name_tok), file=self.file,
-            providers=providers)
+            replacement=replacement,
+            tolerance=tolerance,
+            pos=self._pos(name_tok),
+            file=self.file,
+            providers=providers,
+        )
         if params is None:
             for eq in equations:
                 for alt in eq.alternatives:
                     for arg in alt.args:
                         if isinstance(arg, A.ParamArg):
-                            raise RuleError(f"'{arg.param} as {arg.bind}': '{arg.param}' is not a literal "
-                                            f"(only a rule's parameter may be)", self.file, arg.pos.line,
-                                            arg.pos.column)
+                            raise RuleError(
+                                f"'{arg.param} as {arg.bind}': '{arg.param}' is not a literal "
+                                f"(only a rule's parameter may be)",
+                                self.file,
+                                arg.pos.line,
+                                arg.pos.column,
+                            )
             return rule
         if len(set(params)) != len(params):
             raise RuleError(f"rule {name_tok} names a parameter twice", self.file, name_tok.line, name_tok.column)
@@ -487,11 +529,15 @@ class _ToAst(Transformer):
         header, *items = children
         _, name, level, providers, pos = header
         return A.Pack(
-            name=name, level=level, providers=providers,
+            name=name,
+            level=level,
+            providers=providers,
             domains=tuple(i[1] for i in items if isinstance(i, tuple) and i[0] == "domain"),
             builtins=tuple(i[1] for i in items if isinstance(i, tuple) and i[0] == "builtin"),
             rules=tuple(r for i in items for r in (i if isinstance(i, list) else [i]) if isinstance(r, A.Rule)),
-            file=self.file, pos=pos)
+            file=self.file,
+            pos=pos,
+        )
 
 
 SNIPPET_WIDTH = 100  # characters of the source line shown around an error's column
@@ -506,15 +552,14 @@ def snippet(text: str, line: int, column: int) -> str:
     source, caret = lines[line - 1], max(column, 1) - 1
     if len(source) > SNIPPET_WIDTH:
         start = max(0, min(caret - SNIPPET_WIDTH // 2, len(source) - SNIPPET_WIDTH))
-        source, caret = source[start:start + SNIPPET_WIDTH], caret - start
+        source, caret = source[start : start + SNIPPET_WIDTH], caret - start
     return f"    {source}\n    {' ' * caret}^"
 
 
-
-
 def _describe_expected(expected: set[str]) -> str:
-    names = sorted({_TOKEN_NAMES.get(t, f"'{t.lower()}'" if t.isupper() else repr(t))
-                    for t in expected if not t.startswith("__")})
+    names = sorted(
+        {_TOKEN_NAMES.get(t, f"'{t.lower()}'" if t.isupper() else repr(t)) for t in expected if not t.startswith("__")}
+    )
     if not names:
         return ""
     if len(names) > 8:
@@ -560,8 +605,12 @@ def _check_nesting(tree: Tree, file: str) -> None:
         node, depth, parent = stack.pop()
         if depth > MAX_NESTING:
             meta = node.meta if not node.meta.empty else parent.meta
-            raise RuleError(f"nested more than {MAX_NESTING} levels deep",
-                            file, getattr(meta, "line", 0), getattr(meta, "column", 0))
+            raise RuleError(
+                f"nested more than {MAX_NESTING} levels deep",
+                file,
+                getattr(meta, "line", 0),
+                getattr(meta, "column", 0),
+            )
         children = [c for c in node.children if isinstance(c, Tree)]
         step = _CHAINS.get(node.data)
         count = len(children)

@@ -1,12 +1,26 @@
 """Rule expressions back as text, for messages: the ``where`` that did not hold is quoted as
 the author wrote it (up to spacing and parentheses), not as a line number."""
+
 from __future__ import annotations
 
 from . import ast as A
 
 # binding strength, loosest first (as in grammar/rules.lark)
-_PRECEDENCE = {"or": 1, "and": 2, "not": 3, "compare": 4, "??": 5, "+": 6, "-": 6, "*": 7, "/": 7,
-               "//": 7, "%": 7, "neg": 8, "**": 9}
+_PRECEDENCE = {
+    "or": 1,
+    "and": 2,
+    "not": 3,
+    "compare": 4,
+    "??": 5,
+    "+": 6,
+    "-": 6,
+    "*": 7,
+    "/": 7,
+    "//": 7,
+    "%": 7,
+    "neg": 8,
+    "**": 9,
+}
 
 
 def show(expr: A.Expr) -> str:
@@ -54,8 +68,9 @@ def _show(e: A.Expr, outer: int) -> str:
     if isinstance(e, A.Call):
         text = f"{e.func}(" + ", ".join(_show(a, 0) for a in e.args) + ")"
         if e.attrs:
-            items = [f"...{a.var}" if isinstance(a, A.AttrSpread) else f"{a.name}: {_show(a.value, 0)}"
-                     for a in e.attrs]
+            items = [
+                f"...{a.var}" if isinstance(a, A.AttrSpread) else f"{a.name}: {_show(a.value, 0)}" for a in e.attrs
+            ]
             text += " {" + ", ".join(items) + "}"
         return text
     return "?"

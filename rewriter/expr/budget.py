@@ -14,17 +14,18 @@ the expressions' time budget (a where-clause making 8 MB, tried at every node of
 model, would otherwise run for minutes).  Past any bound the rule is at fault: the
 evaluator reports ``file:line:col`` of the operation (see evaluate.py).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-MAX_INT_BITS = 1024        # an int past this is no dim, axis or attribute value
-BASE_BYTES = 64 << 20      # what one match attempt may make beyond what it reads
-PER_READ_BYTE = 4          # ...plus this many times each model constant it reads, once
-OBJECT_BYTES = 32          # a Python number in a list (``list(x)``, ``take``)
-POINTER_BYTES = 8          # one slot of a list
-RUN_BASE_BYTES = 4 << 30   # what all expressions of one optimize run may make...
-RUN_PER_MODEL_BYTE = 16    # ...plus this many times the model's constants
+MAX_INT_BITS = 1024  # an int past this is no dim, axis or attribute value
+BASE_BYTES = 64 << 20  # what one match attempt may make beyond what it reads
+PER_READ_BYTE = 4  # ...plus this many times each model constant it reads, once
+OBJECT_BYTES = 32  # a Python number in a list (``list(x)``, ``take``)
+POINTER_BYTES = 8  # one slot of a list
+RUN_BASE_BYTES = 4 << 30  # what all expressions of one optimize run may make...
+RUN_PER_MODEL_BYTE = 16  # ...plus this many times the model's constants
 
 
 class OverBudget(Exception):
@@ -41,7 +42,7 @@ class _Ledger:
 
 
 _ledger: _Ledger | None = None  # None: no attempt open, each value is bounded on its own
-_run: list[int] | None = None   # [made, allowed] over one optimize run; None: no run open
+_run: list[int] | None = None  # [made, allowed] over one optimize run; None: no run open
 
 
 def start_run(model_bytes: int) -> None:
@@ -85,20 +86,23 @@ def charge(nbytes: int, what: str = "a value") -> None:
     if run is not None:
         run[0] += nbytes
         if run[0] > run[1]:
-            raise OverBudget(f"the rules' expressions made {_size(run[0])} in this run, more than "
-                             f"the {_size(run[1])} they may ({_size(RUN_BASE_BYTES)} plus "
-                             f"{RUN_PER_MODEL_BYTE}x the model's constants)")
+            raise OverBudget(
+                f"the rules' expressions made {_size(run[0])} in this run, more than "
+                f"the {_size(run[1])} they may ({_size(RUN_BASE_BYTES)} plus "
+                f"{RUN_PER_MODEL_BYTE}x the model's constants)"
+            )
     ledger = _ledger
     if ledger is None:
         if nbytes > BASE_BYTES:
-            raise OverBudget(f"{what} of {_size(nbytes)} exceeds the expression budget of "
-                             f"{_size(BASE_BYTES)}")
+            raise OverBudget(f"{what} of {_size(nbytes)} exceeds the expression budget of {_size(BASE_BYTES)}")
         return
     ledger.spent += nbytes
     if ledger.spent > ledger.allowance:
-        raise OverBudget(f"{what} of {_size(nbytes)} exceeds the expression budget "
-                         f"({_size(ledger.spent)} made, {_size(ledger.allowance)} allowed: "
-                         f"{_size(BASE_BYTES)} plus {PER_READ_BYTE}x the constants read)")
+        raise OverBudget(
+            f"{what} of {_size(nbytes)} exceeds the expression budget "
+            f"({_size(ledger.spent)} made, {_size(ledger.allowance)} allowed: "
+            f"{_size(BASE_BYTES)} plus {PER_READ_BYTE}x the constants read)"
+        )
 
 
 def charge_elements(count: int, itemsize: int = 8, what: str = "a tensor") -> None:

@@ -4,6 +4,7 @@ Each expression is compiled once into closures; the only callables are those in 
 (non-constant input, unknown shape, numpy error) becomes ``EvalFailure``, which refuses the
 match with a reason instead of crashing the engine.
 """
+
 from __future__ import annotations
 
 import operator
@@ -34,16 +35,35 @@ class Env(Protocol):
 
 
 _ARITH: dict[str, Callable] = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-    "//": operator.floordiv, "%": operator.mod, "**": operator.pow,
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
 }
 _COMPARE: dict[str, Callable] = {
-    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
-    ">": operator.gt, ">=": operator.ge,
-    "in": lambda a, b: _contains(b, a), "not in": lambda a, b: not _contains(b, a),
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "in": lambda a, b: _contains(b, a),
+    "not in": lambda a, b: not _contains(b, a),
 }
-_ERRORS = (TypeError, ValueError, ZeroDivisionError, OverflowError, FloatingPointError,
-           IndexError, KeyError, AttributeError, MemoryError)
+_ERRORS = (
+    TypeError,
+    ValueError,
+    ZeroDivisionError,
+    OverflowError,
+    FloatingPointError,
+    IndexError,
+    KeyError,
+    AttributeError,
+    MemoryError,
+)
 
 
 def truth(value: object) -> bool:
@@ -111,8 +131,10 @@ def _check_arith(op: str, left: object, right: object) -> None:
             seq, count = (left, right) if isinstance(left, (str, list)) else (right, left)
             if isinstance(count, (int, np.integer)) and not isinstance(count, bool):
                 per = 4 if isinstance(seq, str) else budget.POINTER_BYTES
-                budget.charge(max(int(count), 0) * len(seq) * per,
-                              "a repeated string" if isinstance(seq, str) else "a repeated list")
+                budget.charge(
+                    max(int(count), 0) * len(seq) * per,
+                    "a repeated string" if isinstance(seq, str) else "a repeated list",
+                )
         elif op == "+" and isinstance(left, (str, list)) and type(left) is type(right):
             per = 4 if isinstance(left, str) else budget.POINTER_BYTES
             budget.charge((len(left) + len(right)) * per, "a concatenation")
@@ -127,8 +149,7 @@ _PLAIN_TYPES = frozenset({int, float, str, bool, list})
 def _compare(op: str, left: object, right: object) -> object:
     if type(left) in _PLAIN_TYPES and type(right) in _PLAIN_TYPES:  # no numpy involved
         if type(left) is list or type(right) is list:  # (comparing nested lists takes time)
-            budget.charge_elements(budget.list_elements(left) + budget.list_elements(right), 8,
-                                   "a comparison of lists")
+            budget.charge_elements(budget.list_elements(left) + budget.list_elements(right), 8, "a comparison of lists")
         return bool(_COMPARE[op](left, right))
     if left is None or right is None:
         return (left is right) if op == "==" else (left is not right) if op == "!=" else False
@@ -212,9 +233,12 @@ def _compile(expr: A.Expr) -> Compiled:
     if isinstance(expr, A.Binary):
         return _compile_binary(expr.op, _compile(expr.left), _compile(expr.right), expr.pos)
     if isinstance(expr, A.Compare):
-        return _compile_compare(expr.ops, [_compile(o) for o in expr.operands],
-                                literal_value(expr.operands[-1]) if len(expr.ops) == 1 else _UNBOUND,
-                                expr.pos)
+        return _compile_compare(
+            expr.ops,
+            [_compile(o) for o in expr.operands],
+            literal_value(expr.operands[-1]) if len(expr.ops) == 1 else _UNBOUND,
+            expr.pos,
+        )
     if isinstance(expr, A.BoolOp):
         values = [_compile(v) for v in expr.values]
         if expr.op == "and":
@@ -248,6 +272,7 @@ def _compile_name(name: str) -> Compiled:
             if fallback is _UNBOUND:
                 raise EvalFailure(f"'{name}' is not bound") from None
             return fallback
+
     return lookup
 
 
@@ -277,14 +302,17 @@ def _compile_unary(op: str, operand: Compiled, pos: Position) -> Compiled:
         except OverBudget as err:
             raise _over(err, pos) from None
         return -value
+
     return negate
 
 
 def _compile_binary(op: str, left: Compiled, right: Compiled, pos: Position) -> Compiled:
     if op == "??":
+
         def default(env: Env) -> object:
             value = left(env)
             return value if value is not None else right(env)
+
         return default
 
     def arith(env: Env) -> object:
@@ -294,17 +322,20 @@ def _compile_binary(op: str, left: Compiled, right: Compiled, pos: Position) -> 
             return _arith(op, a, b)
         except OverBudget as err:
             raise _over(err, pos) from None
+
     return arith
 
 
-def _compile_compare(ops: tuple[str, ...], operands: list[Compiled],
-                     constant: object = _UNBOUND, pos: Position = NOWHERE) -> Compiled:
+def _compile_compare(
+    ops: tuple[str, ...], operands: list[Compiled], constant: object = _UNBOUND, pos: Position = NOWHERE
+) -> Compiled:
     """``constant``: the right operand's value when it is a literal (a number, string or
     list of them), which then needs no evaluation."""
     if len(ops) == 1:  # the usual `a == b`
         (op,), (first, second) = ops, operands
         operator_fn = _COMPARE[op]
         if constant is not _UNBOUND and type(constant) in _PLAIN_TYPES:
+
             def compare_literal(env: Env) -> bool:
                 left = first(env)
                 kind = type(left)
@@ -316,6 +347,7 @@ def _compile_compare(ops: tuple[str, ...], operands: list[Compiled],
                     return _compare(op, left, constant)
                 except OverBudget as err:
                     raise _over(err, pos) from None
+
             return compare_literal
 
         ordering = op not in ("in", "not in")
@@ -331,6 +363,7 @@ def _compile_compare(ops: tuple[str, ...], operands: list[Compiled],
                 return _compare(op, left, right)
             except OverBudget as err:
                 raise _over(err, pos) from None
+
         return compare_two
     pairs = list(zip(ops, range(len(ops))))
 
@@ -346,6 +379,7 @@ def _compile_compare(ops: tuple[str, ...], operands: list[Compiled],
             except OverBudget as err:
                 raise _over(err, pos) from None
         return True
+
     return compare
 
 
@@ -357,8 +391,8 @@ def _compile_index(expr: A.Index) -> Compiled:
 
         def slice_(env: Env) -> object:
             value = _indexable(env, obj(env))
-            return value[None if lower is None else int(lower(env)):
-                         None if upper is None else int(upper(env))]
+            return value[None if lower is None else int(lower(env)) : None if upper is None else int(upper(env))]
+
         return slice_
     index = _compile(expr.index)
     if isinstance(expr.index, A.Num) and type(expr.index.value) is int:
@@ -369,6 +403,7 @@ def _compile_index(expr: A.Index) -> Compiled:
             if type(value) is not list:
                 value = _indexable(env, value)
             return value[position] if isinstance(value, list) else np.asarray(value)[position]
+
         return item_at
 
     pos = expr.pos
@@ -388,6 +423,7 @@ def _compile_index(expr: A.Index) -> Compiled:
             except OverBudget as err:
                 raise _over(err, pos) from None
         return value[i if not isinstance(i, list) else tuple(i)]
+
     return item
 
 
@@ -399,18 +435,27 @@ def _indexable(env: Env, value: object) -> object:
 def _compile_call(expr: A.Call) -> Compiled:
     name = expr.func
     if expr.is_op:
+
         def op_call(env: Env) -> object:
             raise EvalFailure(f"op {name} cannot be computed in an expression")
+
         return op_call
     fn = FUNCTIONS.get(name)
     if fn is None:
+
         def unknown(env: Env) -> object:
             raise EvalFailure(f"unknown function {name}()")
+
         return unknown
     args = [_compile(a) for a in expr.args]
     impl, what, pos = fn.impl, f"argument of {fn.name}()", expr.pos
-    if fn.graph and len(args) == 1 and isinstance(expr.args[0], A.Name) \
-            and expr.args[0].id not in DTYPES and expr.args[0].id not in CONSTANTS:
+    if (
+        fn.graph
+        and len(args) == 1
+        and isinstance(expr.args[0], A.Name)
+        and expr.args[0].id not in DTYPES
+        and expr.args[0].id not in CONSTANTS
+    ):
         name = expr.args[0].id  # rank(x), shape(x), const(x)... of a variable
 
         def graph_call(env: Env) -> object:
@@ -422,6 +467,7 @@ def _compile_call(expr: A.Call) -> Compiled:
                 return impl(env.graph, value)
             except OverBudget as err:
                 raise _over(err, pos) from None
+
         return graph_call
     if fn.graph and len(args) == 1:
         (only,) = args
@@ -432,14 +478,17 @@ def _compile_call(expr: A.Call) -> Compiled:
                 return impl(env.graph, value)
             except OverBudget as err:
                 raise _over(err, pos) from None
+
         return graph_call_one
     if fn.graph:
+
         def graph_call_many(env: Env) -> object:
             values = [a(env) for a in args]
             try:
                 return impl(env.graph, *values)
             except OverBudget as err:
                 raise _over(err, pos) from None
+
         return graph_call_many
 
     def value_call(env: Env) -> object:
@@ -448,4 +497,5 @@ def _compile_call(expr: A.Call) -> Compiled:
             return impl(*values)
         except OverBudget as err:
             raise _over(err, pos) from None
+
     return value_call

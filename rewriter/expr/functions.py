@@ -9,6 +9,7 @@ Two kinds:
 More graph predicates can be registered from Python with ``register_predicate`` (like PDLL's
 native constraints) for what text cannot say.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,14 +44,15 @@ FUNCTIONS: dict[str, Function] = {}
 
 def _register(name: str, min_args: int, max_args: int | None, graph: bool):
     def wrap(impl: Callable) -> Callable:
-        FUNCTIONS[name] = Function(name, impl, min_args, max_args, graph,
-                                   (impl.__doc__ or "").strip())
+        FUNCTIONS[name] = Function(name, impl, min_args, max_args, graph, (impl.__doc__ or "").strip())
         return impl
+
     return wrap
 
 
-def register_predicate(name: str, impl: Callable[..., object], min_args: int = 1,
-                       max_args: int | None = None, doc: str = "") -> None:
+def register_predicate(
+    name: str, impl: Callable[..., object], min_args: int = 1, max_args: int | None = None, doc: str = ""
+) -> None:
     """Add a graph predicate callable from rules as ``name(args)``.
 
     ``impl(graph, *args)`` receives the ``GraphFacts`` and the arguments unevaluated
@@ -293,13 +295,21 @@ def _unary(name: str, fn: Callable, doc: str) -> None:
         arr = _array(x)
         budget.charge_elements(arr.size, 8, f"{name}()")
         return fn(arr)
+
     impl.__doc__ = doc
     _value_fn(name, 1, 1)(impl)
 
 
-for _name, _fn in (("sqrt", np.sqrt), ("exp", np.exp), ("log", np.log), ("abs", np.abs),
-                   ("tanh", np.tanh), ("reciprocal", np.reciprocal), ("floor", np.floor),
-                   ("ceil", np.ceil)):
+for _name, _fn in (
+    ("sqrt", np.sqrt),
+    ("exp", np.exp),
+    ("log", np.log),
+    ("abs", np.abs),
+    ("tanh", np.tanh),
+    ("reciprocal", np.reciprocal),
+    ("floor", np.floor),
+    ("ceil", np.ceil),
+):
     _unary(_name, _fn, f"{_name}(x): elementwise, with numpy.")
 
 
@@ -381,8 +391,9 @@ def _pad_to(x, axis, size):
         raise EvalFailure(f"pad_to: cannot pad axis {axis} of {list(arr.shape)} to {size}")
     widths = [(0, 0)] * arr.ndim
     widths[axis] = (0, int(size) - arr.shape[axis])
-    budget.charge_elements(_elements([int(size) if i == axis else d for i, d in enumerate(arr.shape)]),
-                           arr.itemsize, "a padded tensor")
+    budget.charge_elements(
+        _elements([int(size) if i == axis else d for i, d in enumerate(arr.shape)]), arr.itemsize, "a padded tensor"
+    )
     return np.pad(arr, widths)
 
 
@@ -482,12 +493,12 @@ def _reduce(name: str, fn: Callable) -> None:
         arr = _array(x)
         budget.charge_elements(arr.size, 8, f"{name}()")  # (mean of ints makes floats)
         return fn(arr, axis=None if axis is None else int(axis))
+
     impl.__doc__ = f"{name}(x, axis=all): numpy reduction."
     _value_fn(name, 1, 2)(impl)
 
 
-for _name, _fn in (("sum", np.sum), ("prod", np.prod), ("mean", np.mean), ("all", np.all),
-                   ("any", np.any)):
+for _name, _fn in (("sum", np.sum), ("prod", np.prod), ("mean", np.mean), ("all", np.all), ("any", np.any)):
     _reduce(_name, _fn)
 
 

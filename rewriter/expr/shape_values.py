@@ -11,6 +11,7 @@ name (a string, as ``shape()`` reports it), or for a dim nobody named a token
 value computed by arithmetic, a data-dependent shape) is unknown: the function fails, and
 the match is refused.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -111,4 +112,4 @@ def _slice(graph: GraphFacts, node, source: list[int | str]) -> list[int | str]:
     step = 1 if steps is None else int(np.atleast_1d(steps)[0])
     if step == 0:
         raise EvalFailure("Slice step 0")
-    return source[int(np.atleast_1d(starts)[0]):int(np.atleast_1d(ends)[0]):step]
+    return source[int(np.atleast_1d(starts)[0]) : int(np.atleast_1d(ends)[0]) : step]

@@ -4,6 +4,7 @@ The parser (``dsl``) builds these; ``expr.evaluate`` computes them over a match.
 here, below the DSL, so that evaluating an expression needs nothing of the rule language
 around it (patterns, rules, packs), which ``dsl.ast`` builds on top of them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -134,7 +135,7 @@ class Call:
         return is_op_name(self.func)
 
 
-Expr = (Num | Str | Const | Name | AttrRef | ListExpr | Unary | Binary | Compare | BoolOp | Index | Slice | Call)
+Expr = Num | Str | Const | Name | AttrRef | ListExpr | Unary | Binary | Compare | BoolOp | Index | Slice | Call
 
 
 def names_read(expr: Expr) -> set[str]:

@@ -4,6 +4,7 @@ A tensor variable of a rule evaluates to a ``Ref`` (the name of a value in the g
 predicates (``rank``, ``single_use``...) read facts about it, while arithmetic asks for its
 constant contents.  A failed evaluation is a reason a match is refused, never a crash.
 """
+
 from __future__ import annotations
 
 from typing import Protocol
@@ -88,6 +89,7 @@ def _materialize_list(graph: GraphFacts, value: list, what: str, done: dict[int,
         return found
     out = done[id(value)] = []
     for item in value:
-        out.append(_materialize_list(graph, item, what, done) if isinstance(item, list)
-                   else materialize(graph, item, what))
+        out.append(
+            _materialize_list(graph, item, what, done) if isinstance(item, list) else materialize(graph, item, what)
+        )
     return out

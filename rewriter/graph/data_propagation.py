@@ -14,14 +14,32 @@ propagation, and data propagation is used only if no 1-D value is longer than
 What the heuristic cannot see (a long length computed from moderate inputs at run time)
 is left to the command line's memory ceiling (limits.py).
 """
+
 from __future__ import annotations
 
 from onnx import ModelProto, shape_inference
 
-MAX_LENGTH = 1 << 16   # elements of a 1-D value data propagation may write out
-MAX_DIM = 1 << 24      # a declared dim past this is suspect enough to look first
-_AMPLIFYING = frozenset({"Concat", "Tile", "Expand", "ConstantOfShape", "Range", "Pad", "Resize",
-                         "Upsample", "OneHot", "Reshape", "Gather", "Mul", "Add", "Sum", "Where"})
+MAX_LENGTH = 1 << 16  # elements of a 1-D value data propagation may write out
+MAX_DIM = 1 << 24  # a declared dim past this is suspect enough to look first
+_AMPLIFYING = frozenset(
+    {
+        "Concat",
+        "Tile",
+        "Expand",
+        "ConstantOfShape",
+        "Range",
+        "Pad",
+        "Resize",
+        "Upsample",
+        "OneHot",
+        "Reshape",
+        "Gather",
+        "Mul",
+        "Add",
+        "Sum",
+        "Where",
+    }
+)
 
 
 def data_propagation_safe(light: ModelProto) -> bool:

@@ -13,6 +13,7 @@ Likewise for ``common_subexpression_elimination``: equal small constants (a BERT
 repeats its scalars and shape constants in every layer: 378 of them) are read as the first
 of them while loading, as that built-in's first round would merge them one by one.
 """
+
 from __future__ import annotations
 
 import sys
@@ -53,11 +54,11 @@ _LITTLE_ENDIAN = sys.byteorder == "little"  # (numpy's bytes are raw_data's layo
 class LoadedConstants:
     """What the view loads instead of the graph's constant nodes."""
 
-    pool: ProtoPool                                            # where the tensors are made
-    skipped: set[int] = field(default_factory=set)             # node indexes not loaded
+    pool: ProtoPool  # where the tensors are made
+    skipped: set[int] = field(default_factory=set)  # node indexes not loaded
     initializers: list[TensorProto] = field(default_factory=list)  # from Constant nodes
-    aliases: dict[str, str] = field(default_factory=dict)      # name read -> initializer read instead
-    dropped: set[str] = field(default_factory=set)             # graph initializers not loaded
+    aliases: dict[str, str] = field(default_factory=dict)  # name read -> initializer read instead
+    dropped: set[str] = field(default_factory=set)  # graph initializers not loaded
 
     @property
     def removed(self) -> int:
@@ -83,8 +84,9 @@ def constant_node_tensor(node: NodeProto, pool: ProtoPool) -> TensorProto | None
     return tensor
 
 
-def take_constants(graph: GraphProto, max_identity_bytes: int, pool: ProtoPool,
-                   share_equal: bool = False) -> LoadedConstants:
+def take_constants(
+    graph: GraphProto, max_identity_bytes: int, pool: ProtoPool, share_equal: bool = False
+) -> LoadedConstants:
     """The Constant nodes and the Identity nodes of constants that loading can replace
     (their tensors made in ``pool``, the view's).  With ``share_equal`` (the level runs the
     common-subexpression built-in), small constants equal to an earlier one are read as
@@ -121,8 +123,12 @@ def take_constants(graph: GraphProto, max_identity_bytes: int, pool: ProtoPool,
             if may_have_subgraphs(normalize_domain(node.domain), op) and has_subgraphs(node):
                 return LoadedConstants(pool)
             continue
-        if node.domain not in _STANDARD or len(node.output) != 1 or node.output[0] in outputs \
-                or any(a.ref_attr_name for a in node.attribute):
+        if (
+            node.domain not in _STANDARD
+            or len(node.output) != 1
+            or node.output[0] in outputs
+            or any(a.ref_attr_name for a in node.attribute)
+        ):
             continue
         out = node.output[0]
         if op == "Constant" and not node.input:

@@ -5,6 +5,7 @@
 value_info (of values that still exist), functions and opset imports (plus any domain a
 rewrite introduced).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -47,25 +48,36 @@ def _check_versions(model: ModelProto, opsets: dict[str, int]) -> None:
     """Refuse IR versions and standard opsets newer (or older) than onnx here knows: their
     semantics are unknown, so no rewrite could be trusted."""
     if not 1 <= model.ir_version <= onnx.IR_VERSION:
-        raise ModelError(f"IR version {model.ir_version} is not one this engine knows "
-                         f"(onnx {onnx.__version__} reads 1 to {onnx.IR_VERSION})")
+        raise ModelError(
+            f"IR version {model.ir_version} is not one this engine knows "
+            f"(onnx {onnx.__version__} reads 1 to {onnx.IR_VERSION})"
+        )
     for domain, version in opsets.items():
         if domain not in ("", "ai.onnx.ml", "ai.onnx.training", "ai.onnx.preview.training"):
             continue  # custom and contrib domains: their nodes are kept as they are
         latest = latest_opset(domain)
         if not 1 <= version <= latest:
-            raise ModelError(f"opset {version} of {domain or 'ai.onnx'} is not one this engine knows "
-                             f"(onnx {onnx.__version__} knows 1 to {latest})")
+            raise ModelError(
+                f"opset {version} of {domain or 'ai.onnx'} is not one this engine knows "
+                f"(onnx {onnx.__version__} knows 1 to {latest})"
+            )
 
 
 _FIELDS = {  # data type -> (typed field, values per element) when not in raw_data
-    TensorProto.FLOAT: ("float_data", 1), TensorProto.DOUBLE: ("double_data", 1),
-    TensorProto.INT64: ("int64_data", 1), TensorProto.UINT64: ("uint64_data", 1),
-    TensorProto.INT32: ("int32_data", 1), TensorProto.INT8: ("int32_data", 1),
-    TensorProto.UINT8: ("int32_data", 1), TensorProto.INT16: ("int32_data", 1),
-    TensorProto.UINT16: ("int32_data", 1), TensorProto.BOOL: ("int32_data", 1),
-    TensorProto.FLOAT16: ("int32_data", 1), TensorProto.BFLOAT16: ("int32_data", 1),
-    TensorProto.COMPLEX64: ("float_data", 2), TensorProto.COMPLEX128: ("double_data", 2),
+    TensorProto.FLOAT: ("float_data", 1),
+    TensorProto.DOUBLE: ("double_data", 1),
+    TensorProto.INT64: ("int64_data", 1),
+    TensorProto.UINT64: ("uint64_data", 1),
+    TensorProto.INT32: ("int32_data", 1),
+    TensorProto.INT8: ("int32_data", 1),
+    TensorProto.UINT8: ("int32_data", 1),
+    TensorProto.INT16: ("int32_data", 1),
+    TensorProto.UINT16: ("int32_data", 1),
+    TensorProto.BOOL: ("int32_data", 1),
+    TensorProto.FLOAT16: ("int32_data", 1),
+    TensorProto.BFLOAT16: ("int32_data", 1),
+    TensorProto.COMPLEX64: ("float_data", 2),
+    TensorProto.COMPLEX128: ("double_data", 2),
     TensorProto.STRING: ("string_data", 1),
 }
 
@@ -84,8 +96,10 @@ def _tensor_problem(tensor: TensorProto) -> str | None:
         # time, which is cheaper than upb's ByteSize(): that serializes the tensor
         held = len(tensor.raw_data)
         if held != needed:
-            return (f"holds {held} bytes, its shape {list(tensor.dims)} of "
-                    f"{TensorProto.DataType.Name(tensor.data_type).lower()} needs {needed}")
+            return (
+                f"holds {held} bytes, its shape {list(tensor.dims)} of "
+                f"{TensorProto.DataType.Name(tensor.data_type).lower()} needs {needed}"
+            )
         return None
     if tensor.data_type not in _FIELDS:
         return None
@@ -104,22 +118,33 @@ def _check_types(model: ModelProto) -> None:
         for sparse in graph.sparse_initializer:
             for tensor in (sparse.values, sparse.indices):
                 if not known_data_type(tensor.data_type):
-                    raise ModelError(f"malformed sparse initializer '{sparse.values.name}': data type "
-                                     f"{tensor.data_type} is not one onnx defines")
+                    raise ModelError(
+                        f"malformed sparse initializer '{sparse.values.name}': data type "
+                        f"{tensor.data_type} is not one onnx defines"
+                    )
                 if tensor.data_location == TensorProto.EXTERNAL:
-                    raise ModelError(f"sparse initializer '{sparse.values.name}' keeps its data "
-                                     f"outside the model, which is not supported")
+                    raise ModelError(
+                        f"sparse initializer '{sparse.values.name}' keeps its data "
+                        f"outside the model, which is not supported"
+                    )
         for vi in (*graph.input, *graph.output, *graph.value_info):
             kind = vi.type.WhichOneof("value")
-            elem = (vi.type.tensor_type.elem_type if kind == "tensor_type" else
-                    vi.type.sparse_tensor_type.elem_type if kind == "sparse_tensor_type" else 0)
+            elem = (
+                vi.type.tensor_type.elem_type
+                if kind == "tensor_type"
+                else vi.type.sparse_tensor_type.elem_type
+                if kind == "sparse_tensor_type"
+                else 0
+            )
             if elem and not known_data_type(elem):
-                raise ModelError(f"malformed graph: value '{vi.name}' has element type {elem}, "
-                                 f"which onnx does not define")
+                raise ModelError(
+                    f"malformed graph: value '{vi.name}' has element type {elem}, which onnx does not define"
+                )
     for _, tensor in graph_tensors(model.graph):
         if not known_data_type(tensor.data_type):
-            raise ModelError(f"malformed initializer '{tensor.name}': data type {tensor.data_type} "
-                             f"is not one onnx defines")
+            raise ModelError(
+                f"malformed initializer '{tensor.name}': data type {tensor.data_type} is not one onnx defines"
+            )
 
 
 def _check_node_schema(view: GraphView, node_id: int, opsets: dict[str, int]) -> None:
@@ -129,26 +154,33 @@ def _check_node_schema(view: GraphView, node_id: int, opsets: dict[str, int]) ->
         return  # contrib and custom ops: kept as they are
     version = opsets.get(domain)
     if version is None:
-        raise ModelError(f"malformed graph: {_label(view.node(node_id))} uses domain {domain}, "
-                         f"which the model does not import")
+        raise ModelError(
+            f"malformed graph: {_label(view.node(node_id))} uses domain {domain}, which the model does not import"
+        )
     info = find_schema(domain, op, version)
     if info is None:
-        raise ModelError(f"malformed graph: {_label(view.node(node_id))} is {op}, which "
-                         f"{domain or 'ai.onnx'} opset {version} does not define")
+        raise ModelError(
+            f"malformed graph: {_label(view.node(node_id))} is {op}, which "
+            f"{domain or 'ai.onnx'} opset {version} does not define"
+        )
     given = view.inputs(node_id)
     count = len(given)
     while count and not given[count - 1]:
         count -= 1
     if not info.min_inputs <= count <= info.max_inputs and not (
-            count < info.min_inputs and len(given) >= info.min_inputs):
-        raise ModelError(f"malformed graph: {_label(view.node(node_id))} ({op}) has {count} inputs, "
-                         f"opset {version} takes {info.min_inputs} to {info.max_inputs}")
+        count < info.min_inputs and len(given) >= info.min_inputs
+    ):
+        raise ModelError(
+            f"malformed graph: {_label(view.node(node_id))} ({op}) has {count} inputs, "
+            f"opset {version} takes {info.min_inputs} to {info.max_inputs}"
+        )
     if "" in given:
         proto = view.node(node_id)
         for index, name in enumerate(given):
             if not name and index < len(info.required_inputs) and info.required_inputs[index]:
-                raise ModelError(f"malformed graph: {_label(proto)} ({proto.op_type}) leaves its "
-                                 f"required input {index} empty")
+                raise ModelError(
+                    f"malformed graph: {_label(proto)} ({proto.op_type}) leaves its required input {index} empty"
+                )
 
 
 def _label(proto: onnx.NodeProto) -> str:
@@ -158,8 +190,7 @@ def _label(proto: onnx.NodeProto) -> str:
 class ModelState:
     """The main graph as a ``GraphView`` plus the model-level fields needed to write it back."""
 
-    def __init__(self, model: ModelProto, constants_on_load: int | None = None,
-                 share_constants: bool = False) -> None:
+    def __init__(self, model: ModelProto, constants_on_load: int | None = None, share_constants: bool = False) -> None:
         """``constants_on_load``: take Constant nodes and Identity nodes of constants up to
         that many bytes out while loading (see load_constants.py); None keeps them.  With
         ``share_constants`` too, equal small constants are read as the first of them."""
@@ -172,13 +203,17 @@ class ModelState:
         _check_versions(model, self.opsets)
         _check_types(model)
         pool = ProtoPool()  # the view's messages, made together (see proto_pool.py)
-        loaded = None if constants_on_load is None else \
-            take_constants(model.graph, constants_on_load, pool, share_equal=share_constants)
+        loaded = (
+            None
+            if constants_on_load is None
+            else take_constants(model.graph, constants_on_load, pool, share_equal=share_constants)
+        )
         self.removed_on_load = loaded.removed if loaded is not None else 0
         declared = declared_types(model)
         try:
-            self.view = GraphView(model.graph, self.opsets, source_types(model, pool), constants=loaded,
-                                  pool=pool, hints=declared)
+            self.view = GraphView(
+                model.graph, self.opsets, source_types(model, pool), constants=loaded, pool=pool, hints=declared
+            )
         except ValueError as err:
             raise ModelError(f"malformed graph: {err}") from None
         view = self.view
@@ -188,8 +223,7 @@ class ModelState:
             for sub in subgraphs_of(view.node(node_id)):
                 _all_value_names(sub, view.value_names)
         self._validate()
-        refine_symbolic_dims(model, view.nodes_in_order(), view.initializers.values(), view.types,
-                             view=view)
+        refine_symbolic_dims(model, view.nodes_in_order(), view.initializers.values(), view.types, view=view)
         self._inferred_at = 0  # position in view.changes the types reflect
         self.added_domains: dict[str, int] = {}
         self.functions = [FunctionProto() for _ in model.functions]  # optimized copies
@@ -213,8 +247,10 @@ class ModelState:
             for name in view.inputs(node_id):
                 if name and not view.has_value(name):
                     proto = view.node(node_id)
-                    raise ModelError(f"malformed graph: node '{proto.name or proto.op_type}' reads "
-                                     f"'{name}', which no node, input or initializer produces")
+                    raise ModelError(
+                        f"malformed graph: node '{proto.name or proto.op_type}' reads "
+                        f"'{name}', which no node, input or initializer produces"
+                    )
         for output in view.graph_outputs:
             if not view.has_value(output.name):
                 raise ModelError(f"malformed graph: graph output '{output.name}' is never produced")
@@ -223,6 +259,7 @@ class ModelState:
                 view.topological_ids()
         except ValueError:
             import networkx as nx
+
             cycle = nx.find_cycle(view.nx)
             names = [view.node(u).name or view.node(u).op_type for u, *_ in cycle if isinstance(u, int)]
             raise ModelError(f"malformed graph: cycle through nodes {' -> '.join(names)}") from None
@@ -260,12 +297,12 @@ class ModelState:
         produced = {o for n in nodes for o in n.output if o}
         reads = dict.fromkeys(i for n in nodes for i in n.input if i and i not in produced)
         initializers = [view.initializers[r] for r in reads if view.is_initializer(r)]
-        inputs = [helper.make_value_info(r, view.types[r]) for r in reads
-                  if not view.is_initializer(r) and r in view.types]
+        inputs = [
+            helper.make_value_info(r, view.types[r]) for r in reads if not view.is_initializer(r) and r in view.types
+        ]
         light = light_model(self.source, nodes, initializers, inputs, (), (), self.opsets)
         improved = refine_types(view.types, light)
-        return improved + refine_symbolic_dims(self.source, nodes, initializers, view.types,
-                                               inputs, (), self.opsets)
+        return improved + refine_symbolic_dims(self.source, nodes, initializers, view.types, inputs, (), self.opsets)
 
     def subgraph_states(self):
         """A state per subgraph of the main graph's current nodes (nested ones come from
@@ -367,8 +404,9 @@ def write_graph(src: GraphProto, view: GraphView, initializers: bool = True) -> 
     graph.sparse_initializer.extend(src.sparse_initializer)
     live = view.live_values()
     types = view.types  # (a value_info inference contradicts is dropped, not written back)
-    graph.value_info.extend(vi for vi in src.value_info if vi.name in live
-                            and type_conflict(types.get(vi.name), vi.type, vi.name) is None)
+    graph.value_info.extend(
+        vi for vi in src.value_info if vi.name in live and type_conflict(types.get(vi.name), vi.type, vi.name) is None
+    )
     graph.quantization_annotation.extend(qa for qa in src.quantization_annotation if qa.tensor_name in live)
     return graph
 
@@ -389,12 +427,14 @@ class SubgraphState:
         # the subgraph's inputs define their values; its value_info and outputs are hints
         # (types of computed values come from inference, node by node: GraphView.type_of)
         types = {vi.name: vi.type for vi in graph.input if vi.type.WhichOneof("value") is not None}
-        hints = {vi.name: vi.type for vi in (*graph.value_info, *graph.output)
-                 if vi.type.WhichOneof("value") is not None}
+        hints = {
+            vi.name: vi.type for vi in (*graph.value_info, *graph.output) if vi.type.WhichOneof("value") is not None
+        }
         types.update({name: root.view.type_of(name) for name in reads if root.view.type_of(name) is not None})
         try:
-            self.view = GraphView(graph, root.opsets, types, outer_values=reads,
-                                  reserved_names=root.view.value_names, hints=hints)
+            self.view = GraphView(
+                graph, root.opsets, types, outer_values=reads, reserved_names=root.view.value_names, hints=hints
+            )
         except ValueError as err:
             raise ModelError(f"malformed subgraph '{graph.name}': {err}") from None
         self.outer = outer

@@ -11,6 +11,7 @@ anything else refused, the input never touched), then written piece by piece (wi
 its external data file beside it; both are renamed into place together at the end, so a
 failed or interrupted run leaves neither a half-written model nor a temporary file.
 """
+
 from __future__ import annotations
 
 import os
@@ -85,11 +86,15 @@ def read_model(path: str | os.PathLike, reserve: Callable[[int], None] | None = 
     except DecodeError as err:
         if "alloc" in str(err).lower():  # protobuf's arena could not grow: out of memory
             raise MemoryError(str(err)) from None
-        raise ModelError(f"{path}: not a readable ONNX model ({err.__class__.__name__}: "
-                         f"{str(err).splitlines()[0] if str(err) else 'cannot parse'})") from None
+        raise ModelError(
+            f"{path}: not a readable ONNX model ({err.__class__.__name__}: "
+            f"{str(err).splitlines()[0] if str(err) else 'cannot parse'})"
+        ) from None
     except (RuntimeError, ValueError, UnicodeDecodeError) as err:
-        raise ModelError(f"{path}: not a readable ONNX model ({err.__class__.__name__}: "
-                         f"{str(err).splitlines()[0] if str(err) else 'cannot parse'})") from None
+        raise ModelError(
+            f"{path}: not a readable ONNX model ({err.__class__.__name__}: "
+            f"{str(err).splitlines()[0] if str(err) else 'cannot parse'})"
+        ) from None
     except OSError as err:
         raise ModelError(f"{path}: cannot read: {err.strerror or err}") from None
     except MemoryError:
@@ -115,34 +120,45 @@ def _check_external_data(model: ModelProto, path: Path) -> tuple[list[Path], int
         location = entries.get("location", "")
         target = (base / location).resolve()
         if not location or os.path.isabs(location) or (target != base and base not in target.parents):
-            raise ModelError(f"{path}: tensor '{tensor.name}' keeps its data at '{location}', outside "
-                             f"the model's directory; refused as unsafe (nothing was read)")
+            raise ModelError(
+                f"{path}: tensor '{tensor.name}' keeps its data at '{location}', outside "
+                f"the model's directory; refused as unsafe (nothing was read)"
+            )
         if not target.is_file():
-            raise ModelError(f"{path}: tensor '{tensor.name}' keeps its data in '{location}', which "
-                             f"does not exist beside the model (as a regular file)")
+            raise ModelError(
+                f"{path}: tensor '{tensor.name}' keeps its data in '{location}', which "
+                f"does not exist beside the model (as a regular file)"
+            )
         size = target.stat().st_size
         try:
             offset = int(entries.get("offset", 0))
             length = int(entries["length"]) if "length" in entries else size - offset
         except ValueError:
-            raise ModelError(f"{path}: tensor '{tensor.name}' has an external data offset or "
-                             f"length that is not a number") from None
+            raise ModelError(
+                f"{path}: tensor '{tensor.name}' has an external data offset or length that is not a number"
+            ) from None
         if offset < 0 or length < 0 or offset + length > size:
-            raise ModelError(f"{path}: tensor '{tensor.name}' keeps bytes {offset} to {offset + length} "
-                             f"of '{location}', which has {size}")
+            raise ModelError(
+                f"{path}: tensor '{tensor.name}' keeps bytes {offset} to {offset + length} "
+                f"of '{location}', which has {size}"
+            )
         needed = raw_bytes_needed(tensor)
         if needed is not None and needed != length:
-            raise ModelError(f"malformed initializer '{tensor.name}': its external data holds {length} "
-                             f"bytes, its shape {list(tensor.dims)} of "
-                             f"{TensorProto.DataType.Name(tensor.data_type).lower()} needs {needed}")
+            raise ModelError(
+                f"malformed initializer '{tensor.name}': its external data holds {length} "
+                f"bytes, its shape {list(tensor.dims)} of "
+                f"{TensorProto.DataType.Name(tensor.data_type).lower()} needs {needed}"
+            )
         regions.setdefault(target, []).append((offset, length, tensor.name))
     for target, spans in regions.items():
         spans.sort()
         for (start, length, name), (next_start, _, other) in zip(spans, spans[1:]):
             if start + length > next_start:
-                raise ModelError(f"{path}: tensors '{name}' and '{other}' read the same bytes of "
-                                 f"'{target.name}'; refused (each byte of external data belongs to "
-                                 f"one tensor)")
+                raise ModelError(
+                    f"{path}: tensors '{name}' and '{other}' read the same bytes of "
+                    f"'{target.name}'; refused (each byte of external data belongs to "
+                    f"one tensor)"
+                )
     return sorted(regions), sum(length for spans in regions.values() for _, length, _ in spans)
 
 
@@ -156,18 +172,23 @@ class HasModelParts(Protocol):
     def model_parts(self) -> ModelParts: ...
 
 
-def check_output(path: str | os.PathLike, external_data: str = "auto", location: str | None = None,
-                 protect: Iterable[os.stat_result] = ()) -> OutputFile:
+def check_output(
+    path: str | os.PathLike,
+    external_data: str = "auto",
+    location: str | None = None,
+    protect: Iterable[os.stat_result] = (),
+) -> OutputFile:
     """Refuse an output (and its external data file name) that ``save_model`` would refuse,
     before any work is done; returns the model's output file."""
     if external_data not in EXTERNAL_DATA_MODES:
-        raise ModelError(f"external data mode must be one of {', '.join(EXTERNAL_DATA_MODES)}, "
-                         f"not '{external_data}'")
+        raise ModelError(f"external data mode must be one of {', '.join(EXTERNAL_DATA_MODES)}, not '{external_data}'")
     protect = list(protect)
     target = output_file(path, protect)
     if target.in_place and external_data == "always":
-        raise ModelError(f"{path}: is not a regular file, so no external data file can be written "
-                         f"beside it (use --external-data never)")
+        raise ModelError(
+            f"{path}: is not a regular file, so no external data file can be written "
+            f"beside it (use --external-data never)"
+        )
     if not target.in_place:
         _data_file(target, location, protect)
     return target
@@ -180,15 +201,16 @@ def _data_file(target: OutputFile, location: str | None, protect: list[os.stat_r
     name = target.destination.name
     location = location or f"{name}.data"
     if os.path.basename(location) != location or location in ("", ".", "..") or "\0" in location:
-        raise ModelError(f"external data file '{location}' must be a plain file name (it is "
-                         f"written beside {name})")
+        raise ModelError(f"external data file '{location}' must be a plain file name (it is written beside {name})")
     if location.casefold() == name.casefold():
         raise ModelError(f"external data file '{location}' is the output model's own name")
     protected = protect + ([target.status] if target.status is not None else [])
     data = output_file(target.directory / location, protected, what="external data file")
     if data.exists and not (not data.in_place and _names_its_data(target, location)):
-        raise ModelError(f"{data.given}: already exists and was not written by this run; "
-                         f"refused as the external data file (remove it or choose another name)")
+        raise ModelError(
+            f"{data.given}: already exists and was not written by this run; "
+            f"refused as the external data file (remove it or choose another name)"
+        )
     return data
 
 
@@ -200,14 +222,18 @@ def _names_its_data(target: OutputFile, location: str) -> bool:
         old = onnx.load(str(target.destination), load_external_data=False)
     except Exception:
         return False
-    return any((external_location(t) or {}).get("location") == location
-               for _, t in graph_tensors(old.graph))
+    return any((external_location(t) or {}).get("location") == location for _, t in graph_tensors(old.graph))
 
 
-def save_model(model: ModelProto | HasModelParts, path: str | os.PathLike,
-               external_data: str = "auto", location: str | None = None,
-               size_threshold: int = 1024, source_used_external: bool = False,
-               protect: Iterable[os.stat_result] = ()) -> None:
+def save_model(
+    model: ModelProto | HasModelParts,
+    path: str | os.PathLike,
+    external_data: str = "auto",
+    location: str | None = None,
+    size_threshold: int = 1024,
+    source_used_external: bool = False,
+    protect: Iterable[os.stat_result] = (),
+) -> None:
     """Write ``model`` (an ``onnx.ModelProto``, or ``optimize``'s ``Result``, which is
     written without assembling a model first) to ``path``.
 
@@ -219,8 +245,7 @@ def save_model(model: ModelProto | HasModelParts, path: str | os.PathLike,
     would not fit in one protobuf (2 GB).  ``protect``: ``os.stat`` results of files that
     must not be written (the input's).  The model itself is never modified."""
     if not isinstance(model, ModelProto) and not callable(getattr(model, "model_parts", None)):
-        raise ArgumentError(f"save_model() takes an onnx.ModelProto or optimize()'s Result, "
-                            f"not {type(model).__name__}")
+        raise ArgumentError(f"save_model() takes an onnx.ModelProto or optimize()'s Result, not {type(model).__name__}")
     expect(path, (str, os.PathLike), "save_model()'s path")
     expect(external_data, str, "save_model()'s external_data")
     expect(size_threshold, int, "save_model()'s size_threshold")
@@ -231,24 +256,32 @@ def save_model(model: ModelProto | HasModelParts, path: str | os.PathLike,
     expect(source_used_external, bool, "save_model()'s source_used_external")
     parts = ModelParts.of(model) if isinstance(model, ModelProto) else model.model_parts()
     with interruptible(sigint=False):
-        _save(parts, Path(path), external_data, location, size_threshold, source_used_external,
-              list(protect))
+        _save(parts, Path(path), external_data, location, size_threshold, source_used_external, list(protect))
 
 
-def _save(parts: ModelParts, path: Path, external_data: str, location: str | None,
-          threshold: int, source_used_external: bool, protect: list[os.stat_result]) -> None:
+def _save(
+    parts: ModelParts,
+    path: Path,
+    external_data: str,
+    location: str | None,
+    threshold: int,
+    source_used_external: bool,
+    protect: list[os.stat_result],
+) -> None:
     target = check_output(path, external_data, location, protect)
     subgraph_tensors = [t for g in list(all_graphs(parts.graph))[1:] for t in g.initializer]
-    payload = sum(_inline_bytes(t) for t in parts.initializers) + \
-        sum(_inline_bytes(t) for t in subgraph_tensors)
+    payload = sum(_inline_bytes(t) for t in parts.initializers) + sum(_inline_bytes(t) for t in subgraph_tensors)
     too_big = payload > PROTOBUF_LIMIT - (64 << 20)
-    external = external_data == "always" or (external_data == "auto" and (
-        too_big or (source_used_external and not target.in_place)))
+    external = external_data == "always" or (
+        external_data == "auto" and (too_big or (source_used_external and not target.in_place))
+    )
     if external and not any(_movable(t, threshold) for t in (*parts.initializers, *subgraph_tensors)):
         external = False  # nothing to move: no data file
     if external and target.in_place:
-        raise ModelError(f"{path}: the model is too large for one file and a device or FIFO "
-                         f"cannot have an external data file beside it")
+        raise ModelError(
+            f"{path}: the model is too large for one file and a device or FIFO "
+            f"cannot have an external data file beside it"
+        )
     try:
         with Writing(target) as model_out:
             if not external:
@@ -272,17 +305,21 @@ def _save(parts: ModelParts, path: Path, external_data: str, location: str | Non
 
 def _movable(tensor: TensorProto, threshold: int) -> bool:
     """Whether a tensor's data goes to the external data file."""
-    return tensor.HasField("raw_data") and tensor.data_location != TensorProto.EXTERNAL and \
-        _inline_bytes(tensor) >= max(threshold, 1)
+    return (
+        tensor.HasField("raw_data")
+        and tensor.data_location != TensorProto.EXTERNAL
+        and _inline_bytes(tensor) >= max(threshold, 1)
+    )
 
 
 def _write(out: Writing, parts: ModelParts) -> None:
-    size = parts.head.ByteSize() + parts.graph.ByteSize() + sum(
-        _serialized_size(t) for t in parts.initializers)
+    size = parts.head.ByteSize() + parts.graph.ByteSize() + sum(_serialized_size(t) for t in parts.initializers)
     if size > PROTOBUF_LIMIT:
-        raise ModelError(f"{out.target.given}: cannot write a model of {size} bytes in one file "
-                         f"(protobuf's limit is 2 GB); write its tensors as external data "
-                         f"(--external-data always)")
+        raise ModelError(
+            f"{out.target.given}: cannot write a model of {size} bytes in one file "
+            f"(protobuf's limit is 2 GB); write its tensors as external data "
+            f"(--external-data always)"
+        )
     write_model(out.write, parts.head, parts.graph, parts.initializers, _serialized_size)
 
 
@@ -308,8 +345,7 @@ def _serialized_size(tensor: TensorProto) -> int:
     needed = raw_bytes_needed(tensor)
     if needed is None:
         return tensor.ByteSize()
-    return copy_without(tensor, "raw_data").ByteSize() + len(varint(_RAW << 3 | 2)) + \
-        len(varint(needed)) + needed
+    return copy_without(tensor, "raw_data").ByteSize() + len(varint(_RAW << 3 | 2)) + len(varint(needed)) + needed
 
 
 def _externalize(parts: ModelParts, out: Writing, location: str, threshold: int) -> ModelParts:

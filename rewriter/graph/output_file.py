@@ -14,6 +14,7 @@ Every output (a model, its external data file) is written through ``OutputFile``
 The temporary file is registered for removal before it is created, so that an interruption
 at any point (see ``signals.py``) leaves nothing behind.
 """
+
 from __future__ import annotations
 
 import errno
@@ -32,9 +33,9 @@ from ..errors import ModelError
 class OutputFile:
     """One file to write: ``destination`` is the file that ends up holding the data."""
 
-    given: Path          # as the user named it (for messages)
-    destination: Path    # symbolic links resolved
-    in_place: bool       # a device or FIFO: written as a stream, never replaced
+    given: Path  # as the user named it (for messages)
+    destination: Path  # symbolic links resolved
+    in_place: bool  # a device or FIFO: written as a stream, never replaced
     exists: bool
     status: os.stat_result | None  # of the existing file
 
@@ -43,8 +44,7 @@ class OutputFile:
         return self.destination.parent
 
 
-def output_file(path: str | os.PathLike, protected: Iterable[os.stat_result] = (),
-                what: str = "output") -> OutputFile:
+def output_file(path: str | os.PathLike, protected: Iterable[os.stat_result] = (), what: str = "output") -> OutputFile:
     """Decide how ``path`` is written (see the module docstring), or raise ``ModelError``."""
     given = Path(path)
     if not str(given) or given.name in ("", ".", ".."):
@@ -64,15 +64,24 @@ def output_file(path: str | os.PathLike, protected: Iterable[os.stat_result] = (
         return OutputFile(given, directory / given.name, False, False, None)
     for other in protected:
         if os.path.samestat(status, other):
-            raise ModelError(f"{given}: is an input of this run (the model, one of its data "
-                             f"files, a rules or kernels file); the {what} must be another file")
+            raise ModelError(
+                f"{given}: is an input of this run (the model, one of its data "
+                f"files, a rules or kernels file); the {what} must be another file"
+            )
     mode = status.st_mode
     if stat.S_ISREG(mode):
         return OutputFile(given, Path(os.path.realpath(given)), False, True, status)
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return OutputFile(given, given, True, True, status)
-    kind = ("a directory" if stat.S_ISDIR(mode) else "a block device" if stat.S_ISBLK(mode)
-            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a block device"
+        if stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "not a regular file"
+    )
     raise ModelError(f"{given}: is {kind}; the {what} must be a file")
 
 

@@ -13,6 +13,7 @@ tensor types are made once per distinct type.
 Nothing is ever removed from the holder (a removed node's message stays until then), so
 memory stays proportional to the nodes loaded and created.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

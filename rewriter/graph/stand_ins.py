@@ -10,6 +10,7 @@ stub weight of the per-projection width.  An op not listed, or a form not covere
 transposing FusedMatMul, packed or 4-D attention inputs), is left out: its outputs stay
 unknown, as before.  The model itself is never changed.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -21,8 +22,9 @@ _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "stride
 _GEMM_ATTRS = ("alpha", "beta", "transA", "transB")
 
 
-def stand_ins(node: NodeProto, type_of: Callable[[str], tuple[int, list] | None]
-              ) -> tuple[list[NodeProto], list[TensorProto]] | None:
+def stand_ins(
+    node: NodeProto, type_of: Callable[[str], tuple[int, list] | None]
+) -> tuple[list[NodeProto], list[TensorProto]] | None:
     """(standard nodes, stub initializers) typing ``node``'s outputs; None when unknown.
 
     ``type_of(value)`` gives a value's (element type, dims) when known."""
@@ -39,8 +41,11 @@ def stand_ins(node: NodeProto, type_of: Callable[[str], tuple[int, list] | None]
             nodes.append(_node("Identity", ins[:1], [outs[3]]))
         return nodes, []
     if op == "FusedMatMul":
-        if any(helper.get_attribute_value(attrs[a]) for a in ("transA", "transB", "transBatchA", "transBatchB")
-               if a in attrs):
+        if any(
+            helper.get_attribute_value(attrs[a])
+            for a in ("transA", "transB", "transBatchA", "transBatchB")
+            if a in attrs
+        ):
             return None
         return [_node("MatMul", ins[:2], outs[:1])], []
     if op == "FusedConv":

@@ -11,6 +11,7 @@ unnamed dim takes the one known size its inputs agree on (broadcasting in a mode
 runs).  The improved types are declared and inference runs again so they flow downstream,
 a few rounds at most.  Dims nobody can name stay as inference left them.
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -23,8 +24,25 @@ from ..expr.values import EvalFailure
 from .type_reading import shape_of
 
 _ROUNDS = 3
-_BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Where", "And", "Or", "Xor", "Equal", "Less",
-                 "Greater", "LessOrEqual", "GreaterOrEqual", "Max", "Min", "Mod"}
+_BROADCASTING = {
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "Where",
+    "And",
+    "Or",
+    "Xor",
+    "Equal",
+    "Less",
+    "Greater",
+    "LessOrEqual",
+    "GreaterOrEqual",
+    "Max",
+    "Min",
+    "Mod",
+}
 
 
 _FRESH = "unk__"  # how onnx's inference names a dim it cannot tell
@@ -69,8 +87,7 @@ def _reads_incomplete(type_proto: TypeProto) -> bool:
 class _ModelFacts:
     """Just enough of GraphFacts for ``shape_values`` over nodes and a types table."""
 
-    def __init__(self, nodes: list[NodeProto], initializers: list[TensorProto],
-                 types: dict[str, TypeProto]) -> None:
+    def __init__(self, nodes: list[NodeProto], initializers: list[TensorProto], types: dict[str, TypeProto]) -> None:
         self.types = types
         self._nodes, self._initializers = nodes, initializers
         self._cache: dict[str, np.ndarray | None] = {}
@@ -148,8 +165,14 @@ def _target_dims(node: NodeProto, target: list, source: list, current: list | No
 
 def _range_length(facts: _ModelFacts, node: NodeProto) -> object:
     start, delta = facts.constant(node.input[0]), facts.constant(node.input[2]) if len(node.input) > 2 else None
-    if start is None or delta is None or start.size != 1 or delta.size != 1 \
-            or int(start.ravel()[0]) != 0 or int(delta.ravel()[0]) != 1:
+    if (
+        start is None
+        or delta is None
+        or start.size != 1
+        or delta.size != 1
+        or int(start.ravel()[0]) != 0
+        or int(delta.ravel()[0]) != 1
+    ):
         return None
     try:
         (limit,) = shape_values(facts, node.input[1])
@@ -183,27 +206,37 @@ def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto |
             dims[axis] = candidates.pop()
     if sum(map(_is_known, dims)) <= sum(map(_is_known, current)):
         return None
-    return helper.make_tensor_type_proto(types[out].tensor_type.elem_type,
-                                         [d if _is_known(d) else None for d in dims])
+    return helper.make_tensor_type_proto(types[out].tensor_type.elem_type, [d if _is_known(d) else None for d in dims])
 
 
 _COMPUTED_SHAPES = ("Reshape", "Expand", "Range")
 _CANDIDATE_OPS = frozenset(_COMPUTED_SHAPES) | _BROADCASTING
 
 
-def resolved_types(nodes: list[NodeProto], initializers: list[TensorProto],
-                   types: dict[str, TypeProto], view=None) -> dict[str, TypeProto]:
+def resolved_types(
+    nodes: list[NodeProto], initializers: list[TensorProto], types: dict[str, TypeProto], view=None
+) -> dict[str, TypeProto]:
     """Better types for values whose dims the shape arithmetic or broadcasting names.
     With ``view`` (a GraphView of these nodes whose types are ``types``) its indexes and
     caches answer instead of scanning the nodes."""
 
     # only a node whose output is incomplete can gain (most graphs: a few, or none)
     if view is not None:
-        candidates = [view.node(n) for op in _CANDIDATE_OPS for n in view.nodes_by_op("", op)
-                      if view.outputs(n) and view.is_incomplete(view.outputs(n)[0])]
+        candidates = [
+            view.node(n)
+            for op in _CANDIDATE_OPS
+            for n in view.nodes_by_op("", op)
+            if view.outputs(n) and view.is_incomplete(view.outputs(n)[0])
+        ]
     else:  # (the op type first: reading a node's other fields costs more)
-        candidates = [n for n in nodes if n.op_type in _CANDIDATE_OPS and n.output
-                      and n.domain in ("", "ai.onnx") and is_incomplete(types.get(n.output[0]))]
+        candidates = [
+            n
+            for n in nodes
+            if n.op_type in _CANDIDATE_OPS
+            and n.output
+            and n.domain in ("", "ai.onnx")
+            and is_incomplete(types.get(n.output[0]))
+        ]
     if not candidates:
         return {}
     facts = _ModelFacts(nodes, initializers, types) if view is None else view
@@ -243,8 +276,9 @@ def resolved_types(nodes: list[NodeProto], initializers: list[TensorProto],
     return better
 
 
-def refine_computed_shapes(nodes: list[NodeProto], initializers: list[TensorProto],
-                           types: dict[str, TypeProto], infer, view=None) -> int:
+def refine_computed_shapes(
+    nodes: list[NodeProto], initializers: list[TensorProto], types: dict[str, TypeProto], infer, view=None
+) -> int:
     """Declare the resolved types and re-infer (``infer(value_infos)`` returns the new
     types), keeping every type that gained known dims; in place.  Returns how many types
     improved.  ``view``: see ``resolved_types``."""
@@ -257,8 +291,11 @@ def refine_computed_shapes(nodes: list[NodeProto], initializers: list[TensorProt
         types.update(better)
         improved += len(better)
         # declare what is known for sure; a fresh unk__ name declared would stick
-        declared = [helper.make_value_info(name, t) for name, t in types.items()
-                    if name in better or all(map(_is_known, shape_of(t) or [None]))]
+        declared = [
+            helper.make_value_info(name, t)
+            for name, t in types.items()
+            if name in better or all(map(_is_known, shape_of(t) or [None]))
+        ]
         for name, new in infer(declared).items():
             old = shape_of(types.get(name))
             shape = shape_of(new)

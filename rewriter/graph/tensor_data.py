@@ -4,6 +4,7 @@ how many bytes its ``raw_data`` must hold, and every tensor a graph holds.
 All of it is read from the header (type and dims): reading ``raw_data`` from Python copies
 it, which for a model's weights is a copy of the model.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -11,9 +12,11 @@ from collections.abc import Iterator
 from onnx import AttributeProto, GraphProto, TensorProto, helper
 
 # element types packed below a byte in raw_data: bits per element
-_PACKED_BITS = {getattr(TensorProto, name): bits for name, bits in
-                (("UINT4", 4), ("INT4", 4), ("FLOAT4E2M1", 4), ("UINT2", 2), ("INT2", 2))
-                if hasattr(TensorProto, name)}
+_PACKED_BITS = {
+    getattr(TensorProto, name): bits
+    for name, bits in (("UINT4", 4), ("INT4", 4), ("FLOAT4E2M1", 4), ("UINT2", 2), ("INT2", 2))
+    if hasattr(TensorProto, name)
+}
 _KNOWN = frozenset(TensorProto.DataType.values()) - {TensorProto.UNDEFINED}
 _BITS: dict[int, int | None] = {}
 

@@ -4,6 +4,7 @@ Shape inference runs once per model on a copy whose large initializers carry no 
 a big model is not duplicated in memory); nodes created later get their types inferred one
 at a time, lazily, when a rule asks.
 """
+
 from __future__ import annotations
 
 from functools import cache
@@ -48,8 +49,15 @@ def _itemsize(data_type: int) -> int:
     return np.dtype(helper.tensor_dtype_to_np_dtype(data_type)).itemsize
 
 
-def light_model(model: ModelProto, nodes, initializers, inputs=None, outputs=None,
-                value_info=None, opsets: dict[str, int] | None = None) -> ModelProto:
+def light_model(
+    model: ModelProto,
+    nodes,
+    initializers,
+    inputs=None,
+    outputs=None,
+    value_info=None,
+    opsets: dict[str, int] | None = None,
+) -> ModelProto:
     """A model of ``nodes`` for shape inference (the rest from ``model`` unless given):
     small initializers keep their data (shape computations read them), large ones are
     headers only, so nothing big is copied."""
@@ -105,12 +113,14 @@ def _with_stand_ins(graph, nodes, initializers) -> list[TensorProto]:
 def inferred_types(light: ModelProto) -> dict[str, TypeProto]:
     """What onnx shape inference (with data propagation) finds for ``light``'s values."""
     try:
-        inferred = shape_inference.infer_shapes(light, strict_mode=False,
-                                                data_prop=data_propagation_safe(light))
+        inferred = shape_inference.infer_shapes(light, strict_mode=False, data_prop=data_propagation_safe(light))
     except Exception:  # custom ops or a malformed corner (or out of memory): nothing inferred
         return {}
-    return {vi.name: vi.type for vi in (*inferred.graph.value_info, *inferred.graph.output)
-            if vi.type.WhichOneof("value") is not None}
+    return {
+        vi.name: vi.type
+        for vi in (*inferred.graph.value_info, *inferred.graph.output)
+        if vi.type.WhichOneof("value") is not None
+    }
 
 
 def infer_model_types(model: ModelProto) -> dict[str, TypeProto]:
@@ -144,18 +154,19 @@ def declared_types(model: ModelProto) -> dict[str, TypeProto]:
     """What the main graph's value_info and outputs claim about computed values: hints that
     may be stale (an edited model), never trusted over inference (``merged_type``)."""
     graph = model.graph
-    return {vi.name: vi.type for vi in (*graph.value_info, *graph.output)
-            if vi.type.WhichOneof("value") is not None}
+    return {vi.name: vi.type for vi in (*graph.value_info, *graph.output) if vi.type.WhichOneof("value") is not None}
 
 
-def add_inferred_types(model: ModelProto, types: dict[str, TypeProto], nodes, initializers,
-                       declared: dict[str, TypeProto]) -> None:
+def add_inferred_types(
+    model: ModelProto, types: dict[str, TypeProto], nodes, initializers, declared: dict[str, TypeProto]
+) -> None:
     """What onnx infers for ``nodes`` (reading ``initializers``) without the model's own
     claims, merged with ``declared`` where inference leaves something open (``types``'
     entries stay)."""
     outputs = [ValueInfoProto(name=vi.name) for vi in model.graph.output]
-    for name, inferred in inferred_types(light_model(model, nodes, initializers, outputs=outputs,
-                                                     value_info=())).items():
+    for name, inferred in inferred_types(
+        light_model(model, nodes, initializers, outputs=outputs, value_info=())
+    ).items():
         if name not in types:
             types[name] = merged_type(inferred, declared.get(name))
 
@@ -202,7 +213,8 @@ def merged_type(inferred: TypeProto | None, declared: TypeProto | None) -> TypeP
     inferred_shape, declared_shape = shape_of(inferred), shape_of(declared)
     open_elem = not inferred.tensor_type.elem_type and declared.tensor_type.elem_type
     open_dims = declared_shape is not None and (
-        inferred_shape is None or any(i is None and d is not None for i, d in zip(inferred_shape, declared_shape)))
+        inferred_shape is None or any(i is None and d is not None for i, d in zip(inferred_shape, declared_shape))
+    )
     if not open_elem and not open_dims:
         return inferred
     elem = inferred.tensor_type.elem_type or declared.tensor_type.elem_type
@@ -213,9 +225,16 @@ def merged_type(inferred: TypeProto | None, declared: TypeProto | None) -> TypeP
     return helper.make_tensor_type_proto(elem, dims)
 
 
-def refine_symbolic_dims(model: ModelProto, nodes, initializers, types: dict[str, TypeProto],
-                         inputs=None, outputs=None, opsets: dict[str, int] | None = None,
-                         view=None) -> int:
+def refine_symbolic_dims(
+    model: ModelProto,
+    nodes,
+    initializers,
+    types: dict[str, TypeProto],
+    inputs=None,
+    outputs=None,
+    opsets: dict[str, int] | None = None,
+    view=None,
+) -> int:
     """Name the dims behind shapes computed at run time (symbolic_shapes.py), re-inferring
     ``nodes`` as declared types improve; in place, returns how many types improved.
     ``view``: a GraphView of exactly these nodes, with ``types`` as its types."""
@@ -260,9 +279,13 @@ class NodeTypeError(Exception):
     constraints, shapes an op cannot take)."""
 
 
-def infer_node_types(node: onnx.NodeProto, input_types: dict[str, TypeProto],
-                     opsets: dict[str, int], input_data: dict[str, TensorProto] | None = None,
-                     strict: bool = False) -> dict[str, TypeProto]:
+def infer_node_types(
+    node: onnx.NodeProto,
+    input_types: dict[str, TypeProto],
+    opsets: dict[str, int],
+    input_data: dict[str, TensorProto] | None = None,
+    strict: bool = False,
+) -> dict[str, TypeProto]:
     """Output types of one node from its input types ({} when onnx cannot tell).
     ``input_data``: contents of small constant inputs (a Reshape target...).  ``strict``:
     raise ``NodeTypeError`` when onnx finds the node inconsistent, instead of knowing nothing."""
@@ -275,9 +298,15 @@ def infer_node_types(node: onnx.NodeProto, input_types: dict[str, TypeProto],
     except onnx.defs.SchemaError:
         return {}
     try:
-        return dict(shape_inference.infer_node_outputs(
-            schema, node, input_types, input_data or {},
-            opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()]))
+        return dict(
+            shape_inference.infer_node_outputs(
+                schema,
+                node,
+                input_types,
+                input_data or {},
+                opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()],
+            )
+        )
     except (shape_inference.InferenceError, onnx.checker.ValidationError) as err:
         if strict:
             raise NodeTypeError(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
@@ -286,9 +315,11 @@ def infer_node_types(node: onnx.NodeProto, input_types: dict[str, TypeProto],
         return {}
 
 
-def _stand_in_types(node: onnx.NodeProto, input_types: dict[str, TypeProto],
-                    opsets: dict[str, int]) -> dict[str, TypeProto]:
+def _stand_in_types(
+    node: onnx.NodeProto, input_types: dict[str, TypeProto], opsets: dict[str, int]
+) -> dict[str, TypeProto]:
     """A contrib node's output types: its stand-ins' (see stand_ins.py), one by one."""
+
     def type_of(value: str):
         shape = shape_of(input_types.get(value))
         return None if shape is None else (input_types[value].tensor_type.elem_type, shape)

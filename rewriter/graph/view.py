@@ -9,6 +9,7 @@ Beside the NetworkX graph the view keeps the indexes the matcher needs in O(1): 
 and consumers of each value, nodes by (domain, op type).  Every mutation goes through the
 methods here, which keep all of them in sync; nothing is rebuilt per match.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -132,11 +133,17 @@ def _rename_in_subgraph(graph: GraphProto, old: str, new: str) -> None:
 class GraphView:
     """An ONNX graph as a mutable, indexed NetworkX graph (see the module docstring)."""
 
-    def __init__(self, graph: GraphProto, opsets: dict[str, int],
-                 types: dict[str, TypeProto] | None = None,
-                 outer_values: Iterable[str] = (), reserved_names: Iterable[str] = (),
-                 constants=None, pool: ProtoPool | None = None,
-                 hints: dict[str, TypeProto] | None = None) -> None:
+    def __init__(
+        self,
+        graph: GraphProto,
+        opsets: dict[str, int],
+        types: dict[str, TypeProto] | None = None,
+        outer_values: Iterable[str] = (),
+        reserved_names: Iterable[str] = (),
+        constants=None,
+        pool: ProtoPool | None = None,
+        hints: dict[str, TypeProto] | None = None,
+    ) -> None:
         """``constants`` (a ``load_constants.LoadedConstants``) names nodes to load as
         initializers or aliases instead.  ``pool``: where the view makes its node copies
         and types (see proto_pool.py; by default a pool of its own).  ``types`` are known
@@ -184,8 +191,7 @@ class GraphView:
         self.output_names = {vi.name for vi in self.graph_outputs}
         skipped, aliases = (constants.skipped, constants.aliases) if constants else ((), {})
         dropped = constants.dropped if constants else ()
-        self.initializers: dict[str, TensorProto] = {t.name: t for t in graph.initializer
-                                                     if t.name not in dropped}
+        self.initializers: dict[str, TensorProto] = {t.name: t for t in graph.initializer if t.name not in dropped}
         for tensor in constants.initializers if constants else ():
             self.initializers[tensor.name] = tensor
         self.initializer_bytes = sum(T.tensor_nbytes(t) for t in self.initializers.values())
@@ -266,8 +272,12 @@ class GraphView:
             _remove_edge(self.nx, producer[0], node_id, slot)
 
     # ------------------------------------------------------------------------ mutation
-    def add_node(self, proto: NodeProto, order: tuple[int, int] | None = None,
-                 names: tuple[Iterable[str], Iterable[str]] | None = None) -> NodeId:
+    def add_node(
+        self,
+        proto: NodeProto,
+        order: tuple[int, int] | None = None,
+        names: tuple[Iterable[str], Iterable[str]] | None = None,
+    ) -> NodeId:
         """Insert a node; its inputs connect to their producers, its outputs to consumers.
         ``names``: the proto's (inputs, outputs) when the caller has them (spares reading
         them back)."""
@@ -349,7 +359,7 @@ class GraphView:
         if old:
             self._disconnect_input(node_id, slot, old)
         proto.input[slot] = value
-        self._inputs[node_id] = (*inputs[:slot], value, *inputs[slot + 1:])
+        self._inputs[node_id] = (*inputs[:slot], value, *inputs[slot + 1 :])
         if value:
             self._connect_input(node_id, slot, value)
         self.changes.append(node_id)
@@ -386,7 +396,7 @@ class GraphView:
             del self._producer[old]
             proto.output[slot] = new
             outputs = self._outputs[producer]
-            self._outputs[producer] = (*outputs[:slot], new, *outputs[slot + 1:])
+            self._outputs[producer] = (*outputs[:slot], new, *outputs[slot + 1 :])
             self._producer[new] = (producer, slot)
             for _, consumer, key, data in out_edges:
                 if data["value"] == old:
@@ -661,7 +671,8 @@ class GraphView:
         if values is None:
             values = self._attributes[node_id] = {
                 attr.name: FUNCTION_ATTRIBUTE if attr.ref_attr_name else attribute_value(attr)
-                for attr in self._nodes[node_id].attribute}
+                for attr in self._nodes[node_id].attribute
+            }
         return values
 
     def metadata(self, node_id: NodeId) -> dict[str, str]:
@@ -802,7 +813,8 @@ class GraphView:
         actual_edges = {(u, v, k, d["value"], d["out_slot"]) for u, v, k, d in self.nx.edges(keys=True, data=True)}
         assert actual_edges == expected_edges, (
             f"nx edges out of sync: missing {sorted(map(str, expected_edges - actual_edges))[:3]}, "
-            f"extra {sorted(map(str, actual_edges - expected_edges))[:3]}")
+            f"extra {sorted(map(str, actual_edges - expected_edges))[:3]}"
+        )
         sources = {entry[0] for entry in self._producer.values() if not isinstance(entry[0], int)}
         assert set(self.nx.nodes) == set(self._nodes) | sources, "nx nodes out of sync"
         actual_readers = {name: set(readers) for name, readers in self._consumers.items() if readers}
@@ -812,8 +824,9 @@ class GraphView:
             assert self._inputs[node_id] == tuple(proto.input), f"inputs of node {node_id}"
             assert self._outputs[node_id] == tuple(proto.output), f"outputs of node {node_id}"
             if node_id in self._metadata:
-                assert self._metadata[node_id] == {e.key: e.value for e in reversed(proto.metadata_props)}, \
+                assert self._metadata[node_id] == {e.key: e.value for e in reversed(proto.metadata_props)}, (
                     f"metadata of node {node_id}"
+                )
             assert node_id in self._by_op[self._keys[node_id]]
             for slot, out in enumerate(proto.output):
                 assert not out or self._producer.get(out) == (node_id, slot), f"producer of '{out}'"
@@ -831,8 +844,9 @@ class GraphView:
 
     def constant_values(self) -> list[str]:
         """Initializers (not graph inputs) and outputs of Constant nodes."""
-        return [name for name in self.initializers if self.is_initializer(name)] + \
-            [self._outputs[n][0] for n in self._by_op.get(("", "Constant"), ()) if self._outputs[n]]
+        return [name for name in self.initializers if self.is_initializer(name)] + [
+            self._outputs[n][0] for n in self._by_op.get(("", "Constant"), ()) if self._outputs[n]
+        ]
 
     def live_values(self) -> set[str]:
         return set(self._producer)

@@ -9,6 +9,7 @@ then the graph field (its key, then its length, added up from the tensors' heade
 followed by its initializers, each serialized on its own.  The largest copy in memory at
 any time is one tensor.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -35,8 +36,9 @@ class ModelParts:
     def of(cls, model: ModelProto) -> ModelParts:
         """A model's parts: everything but the initializers is copied (the caller's model
         is never modified), the initializers are the model's own."""
-        return cls(copy_without(model, "graph"), copy_without(model.graph, "initializer"),
-                   list(model.graph.initializer))
+        return cls(
+            copy_without(model, "graph"), copy_without(model.graph, "initializer"), list(model.graph.initializer)
+        )
 
 
 def varint(value: int) -> bytes:
@@ -81,9 +83,13 @@ def copy_without(message: Message, skip: str) -> Message:
     return copy
 
 
-def write_model(write: Callable[[bytes], object], head: ModelProto, graph: GraphProto,
-                initializers: Sequence[TensorProto],
-                size_of: Callable[[TensorProto], int] = lambda tensor: tensor.ByteSize()) -> None:
+def write_model(
+    write: Callable[[bytes], object],
+    head: ModelProto,
+    graph: GraphProto,
+    initializers: Sequence[TensorProto],
+    size_of: Callable[[TensorProto], int] = lambda tensor: tensor.ByteSize(),
+) -> None:
     """Write the model made of ``head`` (a model without its graph), ``graph`` (the graph
     without initializers) and ``initializers``, as one serialized ``ModelProto`` (the graph
     field once, as protobuf writes it).  ``size_of`` gives a tensor's serialized size
@@ -99,8 +105,10 @@ def write_model(write: Callable[[bytes], object], head: ModelProto, graph: Graph
     for tensor, size in zip(initializers, sizes):
         data = tensor.SerializeToString()
         if len(data) != size:
-            raise ValueError(f"tensor '{tensor.name}' serializes to {len(data)} bytes, its "
-                             f"header says {size}: its data does not fit its type and shape")
+            raise ValueError(
+                f"tensor '{tensor.name}' serializes to {len(data)} bytes, its "
+                f"header says {size}: its data does not fit its type and shape"
+            )
         write(key)
         write(varint(size))
         write(data)

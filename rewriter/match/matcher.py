@@ -6,6 +6,7 @@ twice must denote the same value.  Literals match constants; attribute patterns 
 attribute values (schema defaults when absent).  ``where``/``let`` run as soon as their names
 are bound.  Matches are produced lazily; the deepest failure is kept for ``explain``.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -31,9 +32,9 @@ class Match:
     """One instance of a pattern: what every name denotes and which nodes were matched."""
 
     rule: CompiledRule
-    values: dict[str, object]          # tensor var -> value name | None | [names]
-    scalars: dict[str, object]         # attribute captures and lets
-    nodes: dict[int, NodeId]           # equation index -> graph node
+    values: dict[str, object]  # tensor var -> value name | None | [names]
+    scalars: dict[str, object]  # attribute captures and lets
+    nodes: dict[int, NodeId]  # equation index -> graph node
     root: NodeId
     alternatives: dict[int, AltPlan] = field(default_factory=dict)  # equation -> what it matched as
 
@@ -234,8 +235,11 @@ class Neighborhood:
         """The inputs that are one-element constants (all a literal can match)."""
         if self._scalars is None:
             view = self.view
-            self._scalars = [view.constant(name) for name in view.inputs(self.root)
-                             if name and view.is_constant(name) and _may_have_one_element(view.shape(name))]
+            self._scalars = [
+                view.constant(name)
+                for name in view.inputs(self.root)
+                if name and view.is_constant(name) and _may_have_one_element(view.shape(name))
+            ]
         return self._scalars
 
     def consumers(self, slot: int) -> frozenset:
@@ -243,8 +247,11 @@ class Neighborhood:
         if found is None:
             outputs = self.view.outputs(self.root)
             node_key = self.view.node_key
-            found = frozenset(node_key(c) for c, _ in self.view.consumer_slots(outputs[slot])) \
-                if slot < len(outputs) and outputs[slot] else frozenset()
+            found = (
+                frozenset(node_key(c) for c, _ in self.view.consumer_slots(outputs[slot]))
+                if slot < len(outputs) and outputs[slot]
+                else frozenset()
+            )
             self._consumers[slot] = found
         return found
 
@@ -321,24 +328,24 @@ class RootDispatch:
                         bits |= table.get(node_key(consumer), 0)
         chosen = self._chosen.get(bits)
         if chosen is None:
-            chosen = self._chosen[bits] = tuple(pair for position, pair in enumerate(self._pairs)
-                                                if bits >> position & 1)
+            chosen = self._chosen[bits] = tuple(
+                pair for position, pair in enumerate(self._pairs) if bits >> position & 1
+            )
         return chosen
-
 
 
 class Matcher:
     """Finds matches of compiled rules in a ``GraphView``."""
 
-    def __init__(self, view: GraphView, max_attempts: int = 10_000,
-                 record_failures: bool = True) -> None:
+    def __init__(self, view: GraphView, max_attempts: int = 10_000, record_failures: bool = True) -> None:
         self.view = view
         self.max_attempts = max_attempts  # candidate bindings tried per root, then give up
         self.record_failures = record_failures  # keep why the deepest attempt failed
         self.last_failure: Failure | None = None
 
-    def matches(self, compiled: CompiledRule, root: NodeId,
-                neighborhood: Neighborhood | None = None) -> Iterator[Match]:
+    def matches(
+        self, compiled: CompiledRule, root: NodeId, neighborhood: Neighborhood | None = None
+    ) -> Iterator[Match]:
         """Every instance of ``compiled`` whose root node is ``root`` (lazily).
 
         A caller trying several rules at one root passes the ``neighborhood`` it checked
@@ -354,8 +361,7 @@ class Matcher:
         """What the root checks of rules ask about a node (read lazily, then kept)."""
         return Neighborhood(self.view, root)
 
-    def root_checks_hold(self, compiled: CompiledRule, hood: Neighborhood,
-                         checks: tuple | None = None) -> bool:
+    def root_checks_hold(self, compiled: CompiledRule, hood: Neighborhood, checks: tuple | None = None) -> bool:
         """The rule's necessary conditions on the root's neighbours (see plan._root_checks;
         ``checks``: those of them still to ask), then its wheres on the root alone
         (``CompiledRule.root_wheres``)."""
@@ -363,8 +369,7 @@ class Matcher:
             if kind == "producer":
                 found = not ops.isdisjoint(hood.producers())
             elif kind == "constant":  # (ops: the root's literals)
-                found = any(literal_matches(array, literal) for array in hood.scalar_constants()
-                            for literal in ops)
+                found = any(literal_matches(array, literal) for array in hood.scalar_constants() for literal in ops)
             else:
                 found = not ops.isdisjoint(hood.consumers(slot))
             if not found:
@@ -402,11 +407,13 @@ class Matcher:
             bindings = {} if state is None else dict(state.values) | dict(state.scalars)
             self.last_failure = Failure(depth, reason, bindings, stage)
 
-    def _search(self, compiled: CompiledRule, state: _State, step_index: int, root: NodeId,
-                budget: list[int]) -> Iterator[Match]:
+    def _search(
+        self, compiled: CompiledRule, state: _State, step_index: int, root: NodeId, budget: list[int]
+    ) -> Iterator[Match]:
         if step_index == len(compiled.steps):
-            yield Match(compiled, dict(state.values), dict(state.scalars), dict(state.nodes), root,
-                        dict(state.alternatives))
+            yield Match(
+                compiled, dict(state.values), dict(state.scalars), dict(state.nodes), root, dict(state.alternatives)
+            )
             return
         step = compiled.steps[step_index]
         view = self.view
@@ -439,8 +446,9 @@ class Matcher:
                 # this node as this alternative: outputs, attributes, then each operand
                 # order (commutative ops) binds the inputs; each binding goes one step deeper
                 mark = state.mark()
-                if self._match_outputs(step.outs, view.outputs(node_id), state) and \
-                        self._match_attrs(plan, node_id, state, step_index):
+                if self._match_outputs(step.outs, view.outputs(node_id), state) and self._match_attrs(
+                    plan, node_id, state, step_index
+                ):
                     inputs = view.inputs(node_id)
                     if inputs and not inputs[-1]:  # trailing absent optional inputs
                         inputs = list(inputs)
@@ -478,8 +486,7 @@ class Matcher:
         return True
 
     # ----------------------------------------------------------------- one node
-    def _match_outputs(self, outs: tuple[tuple[int, str, bool], ...], outputs: tuple[str, ...],
-                       state: _State) -> bool:
+    def _match_outputs(self, outs: tuple[tuple[int, str, bool], ...], outputs: tuple[str, ...], state: _State) -> bool:
         for slot, name, optional in outs:
             value = outputs[slot] if slot < len(outputs) else ""
             if not value:
@@ -555,8 +562,13 @@ class Matcher:
             elif kind is LITERAL:
                 if value is None or not literal_matches(self.view.constant(value), arg.literal):
                     if self.record_failures:
-                        self._fail(depth, f"input {i} of {plan.alt.op} is not the constant "
-                                          f"{'~' if arg.literal.approx else ''}{arg.literal.value}", state, INPUTS)
+                        self._fail(
+                            depth,
+                            f"input {i} of {plan.alt.op} is not the constant "
+                            f"{'~' if arg.literal.approx else ''}{arg.literal.value}",
+                            state,
+                            INPUTS,
+                        )
                     return False
                 if arg.bind and not state.unify_value(arg.bind, value):
                     return False

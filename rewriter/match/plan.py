@@ -10,6 +10,7 @@ bound, so a failing constraint prunes the search as early as possible; a ``where
 reads only the root's own inputs, outputs and attributes runs even before the search, with
 the root checks (``CompiledRule.root_wheres``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -54,10 +55,10 @@ class AltPlan:
 
     alt: A.OpPattern
     inputs: tuple[tuple[str, object], ...]  # (kind, pattern arg) per pattern input
-    fixed: int                              # inputs before a *rest
+    fixed: int  # inputs before a *rest
     has_rest: bool
-    reorderable: bool                       # a commutative op without *rest
-    attrs: tuple[tuple, ...]                # per attribute pattern, see _attr_plan
+    reorderable: bool  # a commutative op without *rest
+    attrs: tuple[tuple, ...]  # per attribute pattern, see _attr_plan
     # the attributes the pattern says something about (captured, required or `_`): a
     # deleted node's other attributes must be at their defaults (rewrite/accounting.py)
     mentioned: frozenset[str] = frozenset()
@@ -66,19 +67,24 @@ class AltPlan:
     def of(alt: A.OpPattern) -> AltPlan:
         has_rest = bool(alt.args) and isinstance(alt.args[-1], A.RestArg)
         attrs = tuple(_attr_plan(pattern) for pattern in alt.attrs if not pattern.any_value)
-        return AltPlan(alt, tuple((_ARG_KINDS[type(a)], a) for a in alt.args),
-                       len(alt.args) - (1 if has_rest else 0), has_rest,
-                       is_commutative(alt.domain, alt.op) and not any(isinstance(a, A.RestArg) for a in alt.args),
-                       attrs, frozenset(pattern.name for pattern in alt.attrs))
+        return AltPlan(
+            alt,
+            tuple((_ARG_KINDS[type(a)], a) for a in alt.args),
+            len(alt.args) - (1 if has_rest else 0),
+            has_rest,
+            is_commutative(alt.domain, alt.op) and not any(isinstance(a, A.RestArg) for a in alt.args),
+            attrs,
+            frozenset(pattern.name for pattern in alt.attrs),
+        )
 
 
 @dataclass(frozen=True)
 class Step:
-    equation: int              # index into rule.equations
-    via: str                   # "root" | "output" | "input"
-    link: str | None           # the bound variable the node is reached through
-    lets: tuple[int, ...]      # rule.lets to evaluate after this step
-    wheres: tuple[int, ...]    # rule.wheres to check after this step
+    equation: int  # index into rule.equations
+    via: str  # "root" | "output" | "input"
+    link: str | None  # the bound variable the node is reached through
+    lets: tuple[int, ...]  # rule.lets to evaluate after this step
+    wheres: tuple[int, ...]  # rule.wheres to check after this step
     # the same, compiled, in order: (let name or None for a where, closure, label for reasons)
     checks: tuple[tuple[str | None, Callable, int], ...] = ()
     # the equation's named outputs (slot, name, optional) and its alternatives by the
@@ -93,8 +99,8 @@ class CompiledRule:
     steps: tuple[Step, ...]
     root_ops: tuple[tuple[str, str], ...]
     tensor_vars: frozenset[str]
-    produced_by: dict              # tensor var -> equation index producing it
-    replaced: frozenset[str]       # pattern values the replacement redefines
+    produced_by: dict  # tensor var -> equation index producing it
+    replaced: frozenset[str]  # pattern values the replacement redefines
     revisit_paths: tuple[tuple, ...]  # per pattern node: the walk back to the root, see below
     root_checks: tuple[tuple[str, int, frozenset], ...]  # cheap necessary conditions, see below
     # wheres that read only the root's own inputs, outputs and attributes, checked with
@@ -132,8 +138,7 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
     # `where a and b` is checked as `where a` + `where b`, each as soon as its names are
     # bound: a cheap test on the root rejects before the rest of the pattern is searched
     # (a conjunction fails when any part fails or cannot be evaluated, so this is the same)
-    rule = dataclasses.replace(rule, wheres=tuple(A.Where(c, w.pos) for w in rule.wheres
-                                                  for c in A.conjuncts(w.expr)))
+    rule = dataclasses.replace(rule, wheres=tuple(A.Where(c, w.pos) for w in rule.wheres for c in A.conjuncts(w.expr)))
     equations = rule.equations
     produced_by = {name: i for i, eq in enumerate(equations) for name in eq.out_names}
     root_index = produced_by[rule.root]
@@ -152,8 +157,9 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
                 chosen = (i, "output", link)
                 break
         if chosen is None:  # consumer of a matched node's output, else of a bound input
-            chosen = min(((0 if v in outputs else 1, i, v) for i in remaining
-                          for v in reads[i] if v in bound), default=None)
+            chosen = min(
+                ((0 if v in outputs else 1, i, v) for i in remaining for v in reads[i] if v in bound), default=None
+            )
             if chosen is not None:
                 chosen = (chosen[1], "input", chosen[2])
         if chosen is None:  # disconnected; the checker reports it, refuse to plan
@@ -185,8 +191,11 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
     # whose perm is not the identity, a 3-D MatMul for a 2-D rule: most roots fail there)
     root_names = _root_names(equations[root_index])
     constant_names = (DTYPES.keys() | CONSTANTS.keys()) - bindable
-    hoisted = [wi for wi in wheres_at.get(0, ())
-               if root_names is not None and A.names_read(rule.wheres[wi].expr) <= root_names.keys() | constant_names]
+    hoisted = [
+        wi
+        for wi in wheres_at.get(0, ())
+        if root_names is not None and A.names_read(rule.wheres[wi].expr) <= root_names.keys() | constant_names
+    ]
     if hoisted:
         wheres_at[0] = [wi for wi in wheres_at[0] if wi not in hoisted]
 
@@ -225,24 +234,37 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
             by_key.setdefault((alt.domain, alt.op), []).append(AltPlan.of(alt))
         return {key: tuple(plans) for key, plans in by_key.items()}
 
-    steps = tuple(Step(eq, via, link, tuple(lets_at.get(k, ())), tuple(wheres_at.get(k, ())), checks(k),
-                       tuple((slot, o.name, o.optional) for slot, o in enumerate(equations[eq].outs)
-                             if o.name is not None),
-                       alternatives(equations[eq]))
-                  for k, (eq, via, link) in enumerate(order))
-    root_ops = tuple(dict.fromkeys((normalize_domain(a.domain), a.op)
-                                   for a in equations[root_index].alternatives))
+    steps = tuple(
+        Step(
+            eq,
+            via,
+            link,
+            tuple(lets_at.get(k, ())),
+            tuple(wheres_at.get(k, ())),
+            checks(k),
+            tuple((slot, o.name, o.optional) for slot, o in enumerate(equations[eq].outs) if o.name is not None),
+            alternatives(equations[eq]),
+        )
+        for k, (eq, via, link) in enumerate(order)
+    )
+    root_ops = tuple(dict.fromkeys((normalize_domain(a.domain), a.op) for a in equations[root_index].alternatives))
     tensor_vars = frozenset(name for i in range(len(equations)) for name in reads[i]) | frozenset(produced_by)
-    replaced = frozenset(o.name for eq in rule.replacement for o in eq.outs
-                         if o.name is not None and o.name in produced_by)
-    return CompiledRule(rule, steps, root_ops, tensor_vars, produced_by,
-                        replaced,
-                        _revisit_paths(order, equations, binds),
-                        _root_checks(order, equations, root_index),
-                        root_names or {},
-                        tuple((compile_expr(rule.wheres[wi].expr), _where_label(rule.wheres[wi])) for wi in hoisted),
-                        frozenset(produced_by[v] for v in A.spread_names(rule) if v in produced_by))
-
+    replaced = frozenset(
+        o.name for eq in rule.replacement for o in eq.outs if o.name is not None and o.name in produced_by
+    )
+    return CompiledRule(
+        rule,
+        steps,
+        root_ops,
+        tensor_vars,
+        produced_by,
+        replaced,
+        _revisit_paths(order, equations, binds),
+        _root_checks(order, equations, root_index),
+        root_names or {},
+        tuple((compile_expr(rule.wheres[wi].expr), _where_label(rule.wheres[wi])) for wi in hoisted),
+        frozenset(produced_by[v] for v in A.spread_names(rule) if v in produced_by),
+    )
 
 
 def _where_label(where: A.Where) -> str:
@@ -266,14 +288,18 @@ def _root_names(root: A.Equation) -> dict[str, tuple[str, object]] | None:
         if name is not None:
             places.append((name, ("input", slot)))
     places += [(out.name, ("output", slot)) for slot, out in enumerate(root.outs) if out.name is not None]
-    places += [(attr.value.id, ("attr", attr.name)) for attr in alt.attrs
-               if isinstance(attr.value, A.Name) and attr.value.id not in DTYPES and attr.value.id not in CONSTANTS]
+    places += [
+        (attr.value.id, ("attr", attr.name))
+        for attr in alt.attrs
+        if isinstance(attr.value, A.Name) and attr.value.id not in DTYPES and attr.value.id not in CONSTANTS
+    ]
     names = dict(places)
     return names if len(names) == len(places) else None
 
 
-def _root_checks(order: list[tuple[int, str, str | None]], equations: tuple[A.Equation, ...],
-                 root: int) -> tuple[tuple[str, int, frozenset], ...]:
+def _root_checks(
+    order: list[tuple[int, str, str | None]], equations: tuple[A.Equation, ...], root: int
+) -> tuple[tuple[str, int, frozenset], ...]:
     """Necessary conditions on the root's neighbours, checked before any search starts.
 
     For each pattern node linked directly to the root: ("producer", -1, ops) — some input
@@ -283,18 +309,20 @@ def _root_checks(order: list[tuple[int, str, str | None]], equations: tuple[A.Eq
     root's literals).  Most candidate roots fail one of these
     (an Add whose consumer is no LayerNormalization), at the cost of a dictionary lookup."""
     root_eq = equations[root]
-    root_inputs = {arg.name for alt in root_eq.alternatives for arg in alt.args
-                   if isinstance(arg, A.VarArg) and not arg.optional}
+    root_inputs = {
+        arg.name for alt in root_eq.alternatives for arg in alt.args if isinstance(arg, A.VarArg) and not arg.optional
+    }
     checks = []
     if all(any(isinstance(g, A.LiteralArg) for g in alt.args) for alt in root_eq.alternatives):
-        literals = tuple(g.literal for alt in root_eq.alternatives for g in alt.args
-                         if isinstance(g, A.LiteralArg))
+        literals = tuple(g.literal for alt in root_eq.alternatives for g in alt.args if isinstance(g, A.LiteralArg))
         checks.append(("constant", -1, literals))
     for eq_index, via, link in order[1:]:
         ops = frozenset((normalize_domain(a.domain), a.op) for a in equations[eq_index].alternatives)
-        if via == "output" and link in root_inputs and \
-                all(any(isinstance(g, A.VarArg) and g.name == link for g in alt.args)
-                    for alt in root_eq.alternatives):
+        if (
+            via == "output"
+            and link in root_inputs
+            and all(any(isinstance(g, A.VarArg) and g.name == link for g in alt.args) for alt in root_eq.alternatives)
+        ):
             checks.append(("producer", -1, ops))
         elif via == "input" and link in root_eq.out_names:
             checks.append(("consumer", root_eq.out_names.index(link), ops))
@@ -304,8 +332,9 @@ def _root_checks(order: list[tuple[int, str, str | None]], equations: tuple[A.Eq
 _INVERSE = {"up": "down", "down": "up", "sibling": "sibling"}
 
 
-def _revisit_paths(order: list[tuple[int, str, str | None]], equations: tuple[A.Equation, ...],
-                   binds: list[set[str]]) -> tuple[tuple, ...]:
+def _revisit_paths(
+    order: list[tuple[int, str, str | None]], equations: tuple[A.Equation, ...], binds: list[set[str]]
+) -> tuple[tuple, ...]:
     """For each pattern node, the walk that leads from it back to the root.
 
     The plan reaches every pattern node from the root by moves between graph nodes: "up"
@@ -314,7 +343,7 @@ def _revisit_paths(order: list[tuple[int, str, str | None]], equations: tuple[A.
     node to exactly the roots whose match could contain it, which is all the fixpoint
     needs to revisit after a rewrite.  A walk is ``(ops, (move, ops), ...)``: the op keys
     the starting node must have, then each move and the op keys of the node it reaches."""
-    binder: dict[str, tuple[int, bool]] = {}   # name -> (equation, bound as its output)
+    binder: dict[str, tuple[int, bool]] = {}  # name -> (equation, bound as its output)
     chain: dict[int, tuple[tuple[str, int], ...]] = {}  # equation -> ((move, from eq), ...)
     for eq_index, via, link in order:
         if via == "root":
@@ -339,8 +368,7 @@ def _revisit_paths(order: list[tuple[int, str, str | None]], equations: tuple[A.
     return tuple(walks)
 
 
-def _step_for(needs: set[str], bound_after: list[set[str]], bindable: set[str],
-              let_step: dict[str, int]) -> int:
+def _step_for(needs: set[str], bound_after: list[set[str]], bindable: set[str], let_step: dict[str, int]) -> int:
     """First step after which every pattern name in ``needs`` is bound (and its lets ran)."""
     plain = (needs & bindable) - set(let_step)
     first = next((k for k, bound in enumerate(bound_after) if plain <= bound), len(bound_after) - 1)

@@ -1,4 +1,5 @@
 """Reading and editing one entry of a node's ``metadata_props`` (placement lives there)."""
+
 from __future__ import annotations
 
 from onnx import NodeProto

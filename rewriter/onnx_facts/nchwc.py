@@ -7,6 +7,7 @@ supported).  No Python API reports it, so it is measured once per process: a one
 with 3 input and 4 output channels is optimized at ORT_ENABLE_ALL and the padded output
 channel count of the NCHWc weights it writes is the block size.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -24,9 +25,13 @@ def nchwc_block_size() -> int | None:
     import onnxruntime as ort
 
     weight = numpy_helper.from_array(np.ones((4, 3, 1, 1), np.float32), "w")
-    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "probe",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 4, 4])], [weight])
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"])],
+        "probe",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 4, 4])],
+        [weight],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
     with tempfile.TemporaryDirectory() as tmp:
         options = ort.SessionOptions()

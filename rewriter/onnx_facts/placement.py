@@ -4,6 +4,7 @@ Before partitioning that is the node's layering annotation (``layer_ann``); afte
 execution provider the partitioner recorded (``execution_provider``).  The rewriter gives
 every node it creates the root's entries (``copy_placement``), so a rule cannot forget it.
 """
+
 from __future__ import annotations
 
 from onnx import NodeProto

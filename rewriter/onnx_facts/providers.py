@@ -4,6 +4,7 @@ Users may write ``CUDA`` or ``CUDAExecutionProvider``; the engine always stores 
 ONNX Runtime name.  Device designators (``cpu``, ``gpu``, ``cuda``, ``npu``...) name a kind
 of device; each resolves to the first registered provider of that kind.
 """
+
 from __future__ import annotations
 
 from ..errors import RewriterError
@@ -12,26 +13,45 @@ CPU = "CPUExecutionProvider"
 
 # short name (lower case) -> ONNX Runtime's provider name
 _ALIASES = {
-    "cpu": CPU, "cuda": "CUDAExecutionProvider", "tensorrt": "TensorrtExecutionProvider",
-    "trt": "TensorrtExecutionProvider", "rocm": "ROCMExecutionProvider",
-    "migraphx": "MIGraphXExecutionProvider", "dml": "DmlExecutionProvider",
-    "directml": "DmlExecutionProvider", "openvino": "OpenVINOExecutionProvider",
-    "qnn": "QNNExecutionProvider", "coreml": "CoreMLExecutionProvider",
-    "nnapi": "NnapiExecutionProvider", "webgpu": "WebGpuExecutionProvider",
-    "xnnpack": "XnnpackExecutionProvider", "vitisai": "VitisAIExecutionProvider",
-    "acl": "ACLExecutionProvider", "armnn": "ArmNNExecutionProvider", "js": "JsExecutionProvider",
+    "cpu": CPU,
+    "cuda": "CUDAExecutionProvider",
+    "tensorrt": "TensorrtExecutionProvider",
+    "trt": "TensorrtExecutionProvider",
+    "rocm": "ROCMExecutionProvider",
+    "migraphx": "MIGraphXExecutionProvider",
+    "dml": "DmlExecutionProvider",
+    "directml": "DmlExecutionProvider",
+    "openvino": "OpenVINOExecutionProvider",
+    "qnn": "QNNExecutionProvider",
+    "coreml": "CoreMLExecutionProvider",
+    "nnapi": "NnapiExecutionProvider",
+    "webgpu": "WebGpuExecutionProvider",
+    "xnnpack": "XnnpackExecutionProvider",
+    "vitisai": "VitisAIExecutionProvider",
+    "acl": "ACLExecutionProvider",
+    "armnn": "ArmNNExecutionProvider",
+    "js": "JsExecutionProvider",
     "dnnl": "DnnlExecutionProvider",
 }
 
 # device kind of each provider, for the layering setting's designators
 _KIND = {
-    CPU: "cpu", "DnnlExecutionProvider": "cpu", "XnnpackExecutionProvider": "cpu",
-    "ACLExecutionProvider": "cpu", "ArmNNExecutionProvider": "cpu",
-    "CUDAExecutionProvider": "gpu", "TensorrtExecutionProvider": "gpu",
-    "ROCMExecutionProvider": "gpu", "MIGraphXExecutionProvider": "gpu",
-    "DmlExecutionProvider": "gpu", "WebGpuExecutionProvider": "gpu", "JsExecutionProvider": "gpu",
-    "QNNExecutionProvider": "npu", "VitisAIExecutionProvider": "npu",
-    "OpenVINOExecutionProvider": "npu", "CoreMLExecutionProvider": "npu",
+    CPU: "cpu",
+    "DnnlExecutionProvider": "cpu",
+    "XnnpackExecutionProvider": "cpu",
+    "ACLExecutionProvider": "cpu",
+    "ArmNNExecutionProvider": "cpu",
+    "CUDAExecutionProvider": "gpu",
+    "TensorrtExecutionProvider": "gpu",
+    "ROCMExecutionProvider": "gpu",
+    "MIGraphXExecutionProvider": "gpu",
+    "DmlExecutionProvider": "gpu",
+    "WebGpuExecutionProvider": "gpu",
+    "JsExecutionProvider": "gpu",
+    "QNNExecutionProvider": "npu",
+    "VitisAIExecutionProvider": "npu",
+    "OpenVINOExecutionProvider": "npu",
+    "CoreMLExecutionProvider": "npu",
     "NnapiExecutionProvider": "npu",
 }
 _VENDOR = {
@@ -49,8 +69,7 @@ def provider_name(name: str) -> str:
         return known.get(text.lower(), text)
     full = _ALIASES.get(text.lower())
     if full is None:
-        raise RewriterError(f"unknown execution provider '{name}' (use a name like CUDA, CPU or "
-                            f"CUDAExecutionProvider)")
+        raise RewriterError(f"unknown execution provider '{name}' (use a name like CUDA, CPU or CUDAExecutionProvider)")
     return full
 
 

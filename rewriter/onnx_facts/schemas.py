@@ -3,6 +3,7 @@
 Used to check rules statically (does the op exist, arity, attribute names) and to give
 attributes their default values when a node leaves them out.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ class OpInfo:
     max_outputs: int
     attributes: dict  # name -> (AttributeProto.AttributeType, default AttributeProto | None)
     commutative: bool
-    inputs: tuple[tuple[str, bool], ...] = ()   # (type constraint or type, variadic) per input
+    inputs: tuple[tuple[str, bool], ...] = ()  # (type constraint or type, variadic) per input
     outputs: tuple[tuple[str, bool], ...] = ()
     required_inputs: tuple[bool, ...] = ()  # per formal input: must be given (not "")
     # type parameter -> the types it allows ("tensor(float)"...), and the parameters of
@@ -47,11 +48,23 @@ class OpInfo:
 
 
 # Ops whose two (or more) inputs may be given in any order.
-COMMUTATIVE = frozenset({
-    ("", "Add"), ("", "Mul"), ("", "And"), ("", "Or"), ("", "Xor"), ("", "Equal"),
-    ("", "Max"), ("", "Min"), ("", "Sum"), ("", "Mean"), ("", "BitwiseAnd"),
-    ("", "BitwiseOr"), ("", "BitwiseXor"),
-})
+COMMUTATIVE = frozenset(
+    {
+        ("", "Add"),
+        ("", "Mul"),
+        ("", "And"),
+        ("", "Or"),
+        ("", "Xor"),
+        ("", "Equal"),
+        ("", "Max"),
+        ("", "Min"),
+        ("", "Sum"),
+        ("", "Mean"),
+        ("", "BitwiseAnd"),
+        ("", "BitwiseOr"),
+        ("", "BitwiseXor"),
+    }
+)
 
 
 def normalize_domain(domain: str) -> str:
@@ -65,16 +78,24 @@ def _from_onnx(schema: onnx.defs.OpSchema) -> OpInfo:
         attributes[name] = (int(attr.type), default)
     domain = normalize_domain(schema.domain)
     variadic = onnx.defs.OpSchema.FormalParameterOption.Variadic
-    return OpInfo(domain, schema.name, schema.since_version, schema.min_input, schema.max_input,
-                  schema.min_output, schema.max_output, attributes,
-                  (domain, schema.name) in COMMUTATIVE,
-                  tuple((p.type_str, p.option == variadic) for p in schema.inputs),
-                  tuple((p.type_str, p.option == variadic) for p in schema.outputs),
-                  tuple(p.option == onnx.defs.OpSchema.FormalParameterOption.Single
-                        for p in schema.inputs),
-                  {c.type_param_str: frozenset(c.allowed_type_strs) for c in schema.type_constraints},
-                  frozenset(p.type_str for p in (*schema.inputs, *schema.outputs)
-                            if p.option == variadic and not p.is_homogeneous))
+    return OpInfo(
+        domain,
+        schema.name,
+        schema.since_version,
+        schema.min_input,
+        schema.max_input,
+        schema.min_output,
+        schema.max_output,
+        attributes,
+        (domain, schema.name) in COMMUTATIVE,
+        tuple((p.type_str, p.option == variadic) for p in schema.inputs),
+        tuple((p.type_str, p.option == variadic) for p in schema.outputs),
+        tuple(p.option == onnx.defs.OpSchema.FormalParameterOption.Single for p in schema.inputs),
+        {c.type_param_str: frozenset(c.allowed_type_strs) for c in schema.type_constraints},
+        frozenset(
+            p.type_str for p in (*schema.inputs, *schema.outputs) if p.option == variadic and not p.is_homogeneous
+        ),
+    )
 
 
 def _from_ort(schema) -> OpInfo:
@@ -85,22 +106,37 @@ def _from_ort(schema) -> OpInfo:
         if default is not None and default.type == AttributeProto.UNDEFINED:
             default = None
         attributes[name] = (int(attr.type.value) if hasattr(attr.type, "value") else int(attr.type), default)
+
     def formal(params):
         return tuple((p.typeStr, str(p.option).endswith("Variadic")) for p in params)
 
-    return OpInfo(schema.domain, schema.name, schema.since_version, schema.min_input,
-                  schema.max_input, schema.min_output, schema.max_output, attributes, False,
-                  formal(schema.inputs), formal(schema.outputs),
-                  tuple(str(p.option).endswith("Single") for p in schema.inputs),
-                  {c.type_param_str: frozenset(c.allowed_type_strs) for c in schema.type_constraints},
-                  frozenset(p.typeStr for p in (*schema.inputs, *schema.outputs)
-                            if str(p.option).endswith("Variadic") and not p.isHomogeneous))
+    return OpInfo(
+        schema.domain,
+        schema.name,
+        schema.since_version,
+        schema.min_input,
+        schema.max_input,
+        schema.min_output,
+        schema.max_output,
+        attributes,
+        False,
+        formal(schema.inputs),
+        formal(schema.outputs),
+        tuple(str(p.option).endswith("Single") for p in schema.inputs),
+        {c.type_param_str: frozenset(c.allowed_type_strs) for c in schema.type_constraints},
+        frozenset(
+            p.typeStr
+            for p in (*schema.inputs, *schema.outputs)
+            if str(p.option).endswith("Variadic") and not p.isHomogeneous
+        ),
+    )
 
 
 @lru_cache(maxsize=1)
 def _ort_schemas() -> dict[tuple[str, str], list[OpInfo]]:
     try:
         from onnxruntime.capi import _pybind_state as ort_state
+
         raw = ort_state.get_all_operator_schema()
     except Exception:  # onnxruntime missing or without the schema API: ONNX ops only
         return {}
@@ -150,8 +186,10 @@ def _onnx_schema_history() -> dict[tuple[str, str], list]:
 def latest_opset(domain: str) -> int:
     """The newest version of a standard domain the installed onnx defines."""
     domain = normalize_domain(domain)
-    return max((s.since_version for (d, _), schemas in _onnx_schema_history().items() if d == domain
-                for s in schemas), default=1)
+    return max(
+        (s.since_version for (d, _), schemas in _onnx_schema_history().items() if d == domain for s in schemas),
+        default=1,
+    )
 
 
 def onnx_op_names(domain: str) -> list[str]:
@@ -178,9 +216,17 @@ def op_signature(domain: str, op: str) -> OpInfo | None:
     for info in sorted(versions, key=lambda v: v.since_version):
         attributes.update(info.attributes)
     latest = max(versions, key=lambda v: v.since_version)
-    return OpInfo(domain, op, latest.since_version, min(v.min_inputs for v in versions),
-                  max(v.max_inputs for v in versions), min(v.min_outputs for v in versions),
-                  max(v.max_outputs for v in versions), attributes, latest.commutative)
+    return OpInfo(
+        domain,
+        op,
+        latest.since_version,
+        min(v.min_inputs for v in versions),
+        max(v.max_inputs for v in versions),
+        min(v.min_outputs for v in versions),
+        max(v.max_outputs for v in versions),
+        attributes,
+        latest.commutative,
+    )
 
 
 def known_domains() -> set[str]:

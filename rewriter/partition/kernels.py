@@ -11,6 +11,7 @@ opset lies in the kernel's version range, and every type parameter the kernel co
 has one of the listed element types (types the engine does not know are not held against
 a node).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -52,8 +53,13 @@ class KernelTable:
     def __len__(self) -> int:
         return sum(len(v) for v in self.by_op.values())
 
-    def supports(self, view: GraphView, proto: NodeProto, node_id: NodeId | None = None,
-                 names: tuple[list[str], list[str]] | None = None) -> bool:
+    def supports(
+        self,
+        view: GraphView,
+        proto: NodeProto,
+        node_id: NodeId | None = None,
+        names: tuple[list[str], list[str]] | None = None,
+    ) -> bool:
         """Whether this provider has a kernel for the node as it is (op, version, types).
 
         The node need not be in the view yet (a replacement being checked); the types of
@@ -100,8 +106,7 @@ class KernelTable:
         for kernel in kernels:
             if not kernel.since <= version <= kernel.until:
                 continue
-            if all(name not in actual or actual[name] <= allowed
-                   for name, allowed in kernel.types.items()):
+            if all(name not in actual or actual[name] <= allowed for name, allowed in kernel.types.items()):
                 return True
         return False
 
@@ -147,8 +152,15 @@ def cpu_table() -> KernelTable:
         if k.provider != CPU:
             continue
         since, until = k.version_range
-        kernels.append(Kernel(normalize_domain(k.domain), k.op_name, since, until,
-                              {name: frozenset(types) for name, types in k.type_constraints.items()}))
+        kernels.append(
+            Kernel(
+                normalize_domain(k.domain),
+                k.op_name,
+                since,
+                until,
+                {name: frozenset(types) for name, types in k.type_constraints.items()},
+            )
+        )
     return KernelTable(CPU, kernels)
 
 
@@ -185,8 +197,9 @@ def parse_kernel_file(text: str, source: str = "<kernels>") -> KernelTable:
                     types[name] = frozenset(f"tensor({t})" for t in expand(listed.split(",")))
                 kernels.append(Kernel(normalize_domain(domain), op, since, until, types))
         except (ValueError, IndexError, KeyError, RewriterError) as err:
-            raise RewriterError(f"{source}:{number}: bad kernel line ({err.__class__.__name__}: "
-                                f"{err}): {raw.strip()}") from None
+            raise RewriterError(
+                f"{source}:{number}: bad kernel line ({err.__class__.__name__}: {err}): {raw.strip()}"
+            ) from None
     if provider is None:
         raise RewriterError(f"{source}: no 'provider NAME' line")
     return KernelTable(provider, kernels)
@@ -216,7 +229,8 @@ def kernel_table(provider: str) -> KernelTable:
     path = _DATA_DIR / f"{provider}.kernels"
     if not path.is_file():
         known = sorted([CPU, *_REGISTERED, *(p.stem for p in _DATA_DIR.glob("*.kernels"))])
-        raise RewriterError(f"no kernel table for {provider} (known: {', '.join(known)}; add one "
-                            f"with --provider-kernels FILE)")
+        raise RewriterError(
+            f"no kernel table for {provider} (known: {', '.join(known)}; add one with --provider-kernels FILE)"
+        )
     _REGISTERED[provider] = parse_kernel_file(path.read_text(encoding="utf-8"), str(path))
     return _REGISTERED[provider]

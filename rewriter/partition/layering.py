@@ -9,6 +9,7 @@ starts with it, ``=annotation`` only an equal one.  Prefix rules take priority o
 rules; within each kind, left to right.  Devices are designators (cpu, gpu, cuda, npu,
 accelerator, gpu:nvidia, ...) resolved against the provider list.
 """
+
 from __future__ import annotations
 
 import re
@@ -45,8 +46,7 @@ def parse_layer_assignment(setting: str | None) -> list[LayerRule]:
             continue
         match = _ENTRY.fullmatch(chunk)
         if match is None:
-            raise RewriterError(f"layer assignment: expected device(annotation, ...), got "
-                                f"'{chunk.strip()}'")
+            raise RewriterError(f"layer assignment: expected device(annotation, ...), got '{chunk.strip()}'")
         device, body = match.group(1), match.group(2)
         names = [n.strip() for n in body.split(",")]
         if not any(names):

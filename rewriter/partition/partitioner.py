@@ -11,6 +11,7 @@
 Afterwards every node records its provider in ``metadata_props['execution_provider']`` and
 every ``layer_ann`` is removed, in subgraphs too.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -31,15 +32,15 @@ class LayerDecision:
     """What one layer-assignment rule did."""
 
     rule: str
-    provider: str | None     # None: its device matched no registered provider
-    placed: int = 0          # nodes pre-assigned by it
-    fell_back: int = 0       # nodes it matched whose provider had no kernel
+    provider: str | None  # None: its device matched no registered provider
+    placed: int = 0  # nodes pre-assigned by it
+    fell_back: int = 0  # nodes it matched whose provider had no kernel
 
 
 @dataclass
 class PartitionReport:
     providers: list[str]
-    counts: dict[str, int] = field(default_factory=dict)        # provider -> nodes
+    counts: dict[str, int] = field(default_factory=dict)  # provider -> nodes
     decisions: list[LayerDecision] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -55,8 +56,9 @@ def _clear_annotation(node: NodeProto) -> None:
             _clear_annotation(inner)
 
 
-def partition(state: ModelState, providers: list[str] | str | None = None,
-              layer_assignment: str | None = None) -> PartitionReport:
+def partition(
+    state: ModelState, providers: list[str] | str | None = None, layer_assignment: str | None = None
+) -> PartitionReport:
     """Assign providers to the main graph's nodes (see the module docstring)."""
     order = provider_list(providers)
     report = PartitionReport(order)
@@ -65,8 +67,10 @@ def partition(state: ModelState, providers: list[str] | str | None = None,
     decisions = {rule.text: LayerDecision(rule.text, resolve_device(rule.device, order)) for rule in rules}
     for decision in decisions.values():
         if decision.provider is None:
-            report.warnings.append(f"layer assignment {decision.rule}: no registered provider "
-                                   f"is a '{decision.rule.split('(')[0]}' device; rule skipped")
+            report.warnings.append(
+                f"layer assignment {decision.rule}: no registered provider "
+                f"is a '{decision.rule.split('(')[0]}' device; rule skipped"
+            )
     report.decisions = list(decisions.values())
 
     view = state.view
@@ -91,7 +95,8 @@ def partition(state: ModelState, providers: list[str] | str | None = None,
             report.warnings.append(
                 f"node '{proto.name or proto.op_type}' ({proto.op_type}) is annotated for "
                 f"{short_name(decision.provider)} by {rule.text}, which has no kernel for it; "
-                f"assigned by capability instead")
+                f"assigned by capability instead"
+            )
     for provider in order:  # 2. first come, first served by priority
         table = tables[provider]
         for node_id in node_ids:
@@ -101,9 +106,11 @@ def partition(state: ModelState, providers: list[str] | str | None = None,
         if node_id not in assigned:
             proto = view.node(node_id)
             assigned[node_id] = CPU
-            report.warnings.append(f"no provider has a kernel for node '{proto.name or proto.op_type}' "
-                                   f"({proto.domain + '.' if proto.domain else ''}{proto.op_type}); "
-                                   f"left on CPU")
+            report.warnings.append(
+                f"no provider has a kernel for node '{proto.name or proto.op_type}' "
+                f"({proto.domain + '.' if proto.domain else ''}{proto.op_type}); "
+                f"left on CPU"
+            )
     for node_id, provider in assigned.items():
         proto = view.node(node_id)
         view.set_metadata(node_id, EXECUTION_PROVIDER_KEY, provider)

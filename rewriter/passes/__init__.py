@@ -4,6 +4,7 @@ They do what is not a pattern: whole-graph evaluation.  Each takes the ``ModelSt
 the nodes changed since it last ran (None: look at the whole graph) and returns how many
 nodes it removed.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -10,6 +10,7 @@ Not merged: nondeterministic ops, nodes with subgraphs, nodes whose outputs are 
 outputs (their names must stay), initializers a caller can override (graph inputs), and
 nodes placed differently (another layering annotation or execution provider).
 """
+
 from __future__ import annotations
 
 from ..graph.load_constants import contents_key
@@ -17,8 +18,9 @@ from ..graph.model import ModelState
 from ..graph.view import GraphView, NodeId
 from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
 
-_NONDETERMINISTIC = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike",
-                               "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"})
+_NONDETERMINISTIC = frozenset(
+    {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}
+)
 
 
 _KEYS_CACHE = "cse_constant_keys"  # name -> (tensor, key): a view's tensors are never edited
@@ -98,9 +100,15 @@ class _Keys:
         proto = view.node(node_id)
         placement = view.metadata(node_id)
         attributes = tuple(sorted(a.SerializeToString() for a in proto.attribute)) if proto.attribute else ()
-        return (domain, op, tuple(self.canon(i) for i in view.inputs(node_id)),
-                len(outputs), attributes,
-                placement.get(LAYER_ANNOTATION_KEY), placement.get(EXECUTION_PROVIDER_KEY))  # never across placements
+        return (
+            domain,
+            op,
+            tuple(self.canon(i) for i in view.inputs(node_id)),
+            len(outputs),
+            attributes,
+            placement.get(LAYER_ANNOTATION_KEY),
+            placement.get(EXECUTION_PROVIDER_KEY),
+        )  # never across placements
 
 
 def _merge_constants(view: GraphView, keys: _Keys) -> None:

@@ -21,6 +21,7 @@ most 64 MiB of inputs and outputs, and all folding together may add at most twic
 constants the graph started with (plus 64 MiB): a chain of Concats doubling a constant
 stops being folded there, and the rest of the graph is still optimized.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,27 +34,88 @@ from ..graph.tensor_data import bits_per_element
 from ..graph.types import tensor_nbytes
 from ..graph.view import GraphView, NodeId
 
-NOT_FOLDED = frozenset({
-    "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
-    "Bernoulli", "If", "Loop", "Scan", "QuantizeLinear", "DequantizeLinear",
-    "DynamicQuantizeLinear", "Constant", "Shape", "Size", "SequenceConstruct", "SequenceEmpty",
-    "SequenceInsert", "SequenceErase", "SequenceAt", "SplitToSequence", "ConcatFromSequence",
-    "SequenceLength", "SequenceMap", "Optional", "OptionalGetElement", "OptionalHasElement",
-})
+NOT_FOLDED = frozenset(
+    {
+        "RandomNormal",
+        "RandomUniform",
+        "RandomNormalLike",
+        "RandomUniformLike",
+        "Multinomial",
+        "Bernoulli",
+        "If",
+        "Loop",
+        "Scan",
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "DynamicQuantizeLinear",
+        "Constant",
+        "Shape",
+        "Size",
+        "SequenceConstruct",
+        "SequenceEmpty",
+        "SequenceInsert",
+        "SequenceErase",
+        "SequenceAt",
+        "SplitToSequence",
+        "ConcatFromSequence",
+        "SequenceLength",
+        "SequenceMap",
+        "Optional",
+        "OptionalGetElement",
+        "OptionalHasElement",
+    }
+)
 _LARGE_OUTPUT = 16 << 20
 LARGE_INPUT = 64 << 20  # bytes of constants a folded node may read
 BATCH_BYTES = 64 << 20  # inputs plus outputs of one evaluation session
-GROWTH = 2              # folding may add this many times the graph's first constants...
+GROWTH = 2  # folding may add this many times the graph's first constants...
 GROWTH_SLACK = 64 << 20  # ...plus this
 _GROWTH_CACHE = "constant_folding_growth"  # view.pass_caches: [bytes allowed, bytes added]
 # ops whose outputs hold at most as many elements as their inputs together (Cast may widen
 # each element up to 8 times): their size is bounded when inference cannot tell it
-_BOUNDED_BY_INPUTS = frozenset({
-    "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Cast", "CastLike",
-    "Slice", "Concat", "Split", "Neg", "Abs", "Relu", "Sqrt", "Exp", "Log", "Reciprocal",
-    "Floor", "Ceil", "Round", "Sign", "Not", "Sigmoid", "Tanh", "Erf", "Softmax", "LogSoftmax",
-    "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-    "ArgMax", "ArgMin", "Shape", "Size"})
+_BOUNDED_BY_INPUTS = frozenset(
+    {
+        "Identity",
+        "Reshape",
+        "Flatten",
+        "Squeeze",
+        "Unsqueeze",
+        "Transpose",
+        "Cast",
+        "CastLike",
+        "Slice",
+        "Concat",
+        "Split",
+        "Neg",
+        "Abs",
+        "Relu",
+        "Sqrt",
+        "Exp",
+        "Log",
+        "Reciprocal",
+        "Floor",
+        "Ceil",
+        "Round",
+        "Sign",
+        "Not",
+        "Sigmoid",
+        "Tanh",
+        "Erf",
+        "Softmax",
+        "LogSoftmax",
+        "ReduceSum",
+        "ReduceMean",
+        "ReduceMax",
+        "ReduceMin",
+        "ReduceProd",
+        "ReduceL1",
+        "ReduceL2",
+        "ArgMax",
+        "ArgMin",
+        "Shape",
+        "Size",
+    }
+)
 
 
 def fold_constants(state: ModelState, changed: list[NodeId] | None = None) -> int:
@@ -62,8 +124,7 @@ def fold_constants(state: ModelState, changed: list[NodeId] | None = None) -> in
     With ``changed`` (nodes created or rewired since the last run) only computations those
     nodes start are looked at: nothing else can have become constant."""
     view = state.view
-    return (_fold_constant_nodes(view) + _fold_static_shapes(view)
-            + _fold_computations(state, changed))
+    return _fold_constant_nodes(view) + _fold_static_shapes(view) + _fold_computations(state, changed)
 
 
 def _fold_constant_nodes(view: GraphView) -> int:
@@ -90,8 +151,11 @@ def _fold_static_shapes(view: GraphView) -> int:
             if not proto.input or not proto.output or view.is_graph_output(proto.output[0]):
                 continue
             shape = view.shape(proto.input[0])
-            if shape is None or not all(isinstance(d, int) for d in shape) or \
-                    any(a.ref_attr_name for a in proto.attribute):
+            if (
+                shape is None
+                or not all(isinstance(d, int) for d in shape)
+                or any(a.ref_attr_name for a in proto.attribute)
+            ):
                 continue
             if op == "Shape":
                 rank = len(shape)
@@ -146,16 +210,15 @@ def _foldable_nodes(view: GraphView, changed: list[NodeId] | None = None) -> lis
     return view.topological_ids(chosen) if chosen else []
 
 
-def _run(state: ModelState, nodes: list[onnx.NodeProto],
-         initializers: list[TensorProto]) -> dict[str, np.ndarray]:
+def _run(state: ModelState, nodes: list[onnx.NodeProto], initializers: list[TensorProto]) -> dict[str, np.ndarray]:
     """Run ``nodes`` on ``initializers`` in onnxruntime (optimizations off); {} on failure."""
     import onnxruntime as ort
 
     outputs = [onnx.ValueInfoProto(name=o) for n in nodes for o in n.output if o]
     model = helper.make_model(
         helper.make_graph(nodes, "fold", [], outputs, initializers),
-        opset_imports=[helper.make_opsetid(d, v) for d, v in state.opsets.items()
-                       if d in ("", "ai.onnx.ml")])
+        opset_imports=[helper.make_opsetid(d, v) for d, v in state.opsets.items() if d in ("", "ai.onnx.ml")],
+    )
     model.ir_version = min(state.source.ir_version or _ORT_SAFE_IR, _ORT_SAFE_IR)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -164,8 +227,7 @@ def _run(state: ModelState, nodes: list[onnx.NodeProto],
     options.intra_op_num_threads = options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
-        session = ort.InferenceSession(model.SerializeToString(), options,
-                                       providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         names = [o.name for o in session.get_outputs()]
         return dict(zip(names, session.run(names, {})))
     except Exception:  # an op ORT cannot run on CPU, a type it refuses...: not folded
@@ -263,8 +325,12 @@ def _fold_batch(state: ModelState, node_ids: list[NodeId]) -> int:
         for node in nodes:
             inputs = [i for i in node.input if i]
             if all(i in results or view.is_initializer(i) for i in inputs):
-                tensors = [view.initializers[i] if view.is_initializer(i) else
-                           numpy_helper.from_array(np.asarray(results[i]), i) for i in set(inputs)]
+                tensors = [
+                    view.initializers[i]
+                    if view.is_initializer(i)
+                    else numpy_helper.from_array(np.asarray(results[i]), i)
+                    for i in set(inputs)
+                ]
                 results.update(_run(state, [node], tensors))
     for node_id in node_ids:
         proto = view.node(node_id)
@@ -272,8 +338,7 @@ def _fold_batch(state: ModelState, node_ids: list[NodeId]) -> int:
         if not outputs or not all(o in results for o in outputs):
             continue
         input_bytes = sum(_nbytes(view, i) for i in proto.input if i)
-        if any(results[o].nbytes > _LARGE_OUTPUT and results[o].nbytes > 2 * input_bytes
-               for o in outputs):
+        if any(results[o].nbytes > _LARGE_OUTPUT and results[o].nbytes > 2 * input_bytes for o in outputs):
             continue
         inputs = [i for i in proto.input if i]
         view.remove_node(node_id)

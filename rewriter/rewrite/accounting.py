@@ -12,6 +12,7 @@ lets a rewrite delete a node only when each attribute the node sets is
 
 The static half, a captured attribute the rule never reads, is ``dsl/check.py``'s.
 """
+
 from __future__ import annotations
 
 from ..graph.view import FUNCTION_ATTRIBUTE, GraphView, NodeId
@@ -34,8 +35,10 @@ def unaccounted_attribute(view: GraphView, match: Match, deleted: set[NodeId]) -
             if name not in mentioned and not _at_default(view, node_id, name, value):
                 proto = view.node(node_id)
                 shown = "the calling node's" if value is FUNCTION_ATTRIBUTE else f"{value!r}"
-                return (f"attribute {name}={shown} of {proto.op_type} node '{proto.name or node_id}' "
-                        f"is not at its default and the rule does not account for it")
+                return (
+                    f"attribute {name}={shown} of {proto.op_type} node '{proto.name or node_id}' "
+                    f"is not at its default and the rule does not account for it"
+                )
     return None
 
 

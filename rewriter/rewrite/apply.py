@@ -15,6 +15,7 @@ here, never by rule authors:
   unique names; new domains are imported; dead initializers and dead nodes are dropped;
 * every new node inherits the root's placement (``layer_ann`` / execution provider).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -88,10 +89,10 @@ class _Build:
     # proto costs more than building them
     names: list[tuple[list[str], list[str]]] = field(default_factory=list)
     initializers: list[TensorProto] = field(default_factory=list)
-    aliases: list[tuple[str, str]] = field(default_factory=list)   # (replaced y, existing x)
-    defined: dict[str, str] = field(default_factory=dict)          # replacement name -> value
+    aliases: list[tuple[str, str]] = field(default_factory=list)  # (replaced y, existing x)
+    defined: dict[str, str] = field(default_factory=dict)  # replacement name -> value
     domains: set[str] = field(default_factory=set)
-    types: dict[str, TypeProto] = field(default_factory=dict)      # of the values it creates
+    types: dict[str, TypeProto] = field(default_factory=dict)  # of the values it creates
 
     def reads(self) -> set[str]:
         """Values the replacement reads: its nodes' inputs and its aliases' sources."""
@@ -157,9 +158,11 @@ _UNBOUND = object()
 class Rewriter:
     """Applies matches to a ``ModelState``."""
 
-    def __init__(self, state: ModelState,
-                 check_node: Callable[[NodeProto, NodeId, list[str], list[str]], str | None] | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        state: ModelState,
+        check_node: Callable[[NodeProto, NodeId, list[str], list[str]], str | None] | None = None,
+    ) -> None:
         self.state = state
         self.view = state.view
         # extra veto on each built node, given the root's id and the node's input and output
@@ -194,8 +197,9 @@ class Rewriter:
         build.initializers.append(tensor)
         return [tensor.name]
 
-    def _attributes(self, call: A.Call, domain: str, op: str, env: _ReplacementEnv,
-                    match: Match) -> dict[str, dict | AttributeProto]:
+    def _attributes(
+        self, call: A.Call, domain: str, op: str, env: _ReplacementEnv, match: Match
+    ) -> dict[str, dict | AttributeProto]:
         """name -> the attribute (see ``make_attribute``; a matched node's, copied later)."""
         attrs: dict[str, dict | AttributeProto] = {}
         version = self.view.opset(domain)
@@ -209,8 +213,7 @@ class Rewriter:
                 if value is None:
                     attrs.pop(item.name, None)
                     continue
-                attrs[item.name] = make_attribute(item.name, value,
-                                                  attribute_type(domain, op, version, item.name))
+                attrs[item.name] = make_attribute(item.name, value, attribute_type(domain, op, version, item.name))
         return attrs
 
     def _output_name(self, name: str, match: Match) -> str:
@@ -219,8 +222,9 @@ class Rewriter:
             return match.values[name]
         return self.view.fresh_value_name(f"{match.rule.name}_{name.lstrip('$')}")
 
-    def _build_node(self, call: A.Call, outs: tuple[A.Out, ...] | None, build: _Build,
-                    env: _ReplacementEnv, match: Match) -> list[str]:
+    def _build_node(
+        self, call: A.Call, outs: tuple[A.Out, ...] | None, build: _Build, env: _ReplacementEnv, match: Match
+    ) -> list[str]:
         domain, op = A.split_op_name(call.func)
         domain = normalize_domain(domain)
         inputs: list[str] = []
@@ -240,8 +244,9 @@ class Rewriter:
         base = root.name or rule.name
         attributes = self._attributes(call, domain, op, env, match)
         self._validate(op, domain, len(inputs), len(outputs), attributes)
-        node = self.view.protos.node(op_type=op, input=inputs, output=outputs,
-                                     name=self.view.fresh_node_name(f"{base}/{rule.name}"))
+        node = self.view.protos.node(
+            op_type=op, input=inputs, output=outputs, name=self.view.fresh_node_name(f"{base}/{rule.name}")
+        )
         add_attributes(node, attributes.values())
         if domain:
             node.domain = domain
@@ -256,8 +261,9 @@ class Rewriter:
         build.names.append((inputs, outputs))
         return outputs
 
-    def _validate(self, op: str, domain: str, n_inputs: int, n_outputs: int,
-                  attributes: dict[str, dict | AttributeProto]) -> None:
+    def _validate(
+        self, op: str, domain: str, n_inputs: int, n_outputs: int, attributes: dict[str, dict | AttributeProto]
+    ) -> None:
         """Refuse a node the model's opset does not define as built (arity, attributes)."""
         version = self.view.opset(domain)
         info = find_schema(domain, op, version)
@@ -268,8 +274,10 @@ class Rewriter:
         if domain == "" and version is not None and info.since_version > version:
             raise Refused(f"{op} does not exist at opset {version}")
         if not info.min_inputs <= n_inputs <= info.max_inputs:
-            raise Refused(f"{op}-{info.since_version} takes {info.min_inputs}.."
-                          f"{info.max_inputs} inputs, the replacement gives {n_inputs}")
+            raise Refused(
+                f"{op}-{info.since_version} takes {info.min_inputs}.."
+                f"{info.max_inputs} inputs, the replacement gives {n_inputs}"
+            )
         if n_outputs > info.max_outputs:
             raise Refused(f"{op}-{info.since_version} has at most {info.max_outputs} outputs")
         unknown = [name for name in attributes if name not in info.attributes]
@@ -358,11 +366,13 @@ class Rewriter:
                     continue
                 if view.is_graph_output(value):
                     raise Refused(f"'{value}' is a graph output")
-                outside = [c for c, _ in view.consumers(value) if c not in deleted
-                           and not self._dies_with(c, deleted, referenced, dying)]
+                outside = [
+                    c
+                    for c, _ in view.consumers(value)
+                    if c not in deleted and not self._dies_with(c, deleted, referenced, dying)
+                ]
                 if outside:
-                    raise Refused(f"'{value}' is also used by node "
-                                  f"'{view.node(outside[0]).name or outside[0]}'")
+                    raise Refused(f"'{value}' is also used by node '{view.node(outside[0]).name or outside[0]}'")
         for value in replaced:
             producer = view.producer(value)
             if producer is not None and producer not in deleted:
@@ -380,13 +390,15 @@ class Rewriter:
             if source in renamed or not view.has_value(source):
                 raise Refused(f"'{source}' cannot take the name '{target}'")
             renamed.add(source)
-        ill_typed = replacement_type_problem(view, build.nodes, build.names, build.initializers,
-                                             build.aliases, replaced, build.types)
+        ill_typed = replacement_type_problem(
+            view, build.nodes, build.names, build.initializers, build.aliases, replaced, build.types
+        )
         if ill_typed:
             raise Refused(ill_typed, ill_typed.rule_fault)
 
-    def _dies_with(self, node_id: NodeId, deleted: set[NodeId], referenced: set[str],
-                   memo: dict[NodeId, bool], depth: int = 0) -> bool:
+    def _dies_with(
+        self, node_id: NodeId, deleted: set[NodeId], referenced: set[str], memo: dict[NodeId, bool], depth: int = 0
+    ) -> bool:
         """Whether a node reading a deleted value feeds only deleted nodes (directly or
         through nodes that do): then it is dead after the rewrite and goes with it.  With
         dynamic axes a Reshape target is computed from Shape(o) of a value o inside the
@@ -443,8 +455,10 @@ class Rewriter:
             view.add_initializer(tensor)
         for domain in build.domains:
             self.state.require_domain(domain, 1)  # contrib domains are all at version 1
-        new_ids = [view.add_node(node, (root_order[0], root_order[1] + k + 1), names)
-                   for k, (node, names) in enumerate(zip(build.nodes, build.names))]
+        new_ids = [
+            view.add_node(node, (root_order[0], root_order[1] + k + 1), names)
+            for k, (node, names) in enumerate(zip(build.nodes, build.names))
+        ]
         types = view.types
         for _, outputs in build.names:  # what the type check inferred (no lazy inference later)
             for name in outputs:

@@ -8,6 +8,7 @@ level) are walked from the changed nodes.  Built-in passes run between rounds
 until nothing changes.  Past the bound the pack is reported as oscillating, naming the rules
 that kept firing.
 """
+
 from __future__ import annotations
 
 import time
@@ -50,9 +51,9 @@ check_fixpoint = False
 class LevelStats:
     """What running one level did."""
 
-    applied: Counter = field(default_factory=Counter)    # rule -> rewrites
-    refused: Counter = field(default_factory=Counter)    # rule -> matches refused by a guarantee
-    builtins: Counter = field(default_factory=Counter)   # builtin -> nodes removed
+    applied: Counter = field(default_factory=Counter)  # rule -> rewrites
+    refused: Counter = field(default_factory=Counter)  # rule -> matches refused by a guarantee
+    builtins: Counter = field(default_factory=Counter)  # builtin -> nodes removed
     match_seconds: float = 0.0
     rewrite_seconds: float = 0.0
     builtin_seconds: float = 0.0
@@ -87,14 +88,21 @@ class Placement:
 class LevelRunner:
     """Applies every rule of a level's packs until none matches."""
 
-    def __init__(self, state: ModelState, packs: Iterable[Pack], name: str,
-                 max_rewrites: int | None = None, placement: Placement = Placement()) -> None:
+    def __init__(
+        self,
+        state: ModelState,
+        packs: Iterable[Pack],
+        name: str,
+        max_rewrites: int | None = None,
+        placement: Placement = Placement(),
+    ) -> None:
         self.state = state
         self.packs = list(packs)
         self.name = name
         self.placement = placement
         self.allowed: dict[str, frozenset[str]] = {
-            r.name: frozenset(r.providers or p.providers) for p in self.packs for r in p.rules}
+            r.name: frozenset(r.providers or p.providers) for p in self.packs for r in p.rules
+        }
         self.rules = [compiled(r) for p in self.packs for r in p.rules]
         by_op: dict[tuple[str, str], list[CompiledRule]] = {}
         for _position, rule in sorted(enumerate(self.rules), key=lambda pr: (-pr[1].rule.benefit, pr[0])):
@@ -120,11 +128,17 @@ class LevelRunner:
     def _check_growth(self, view: GraphView) -> None:
         units, constants = view.size_units(), view.initializer_bytes
         if units > self.max_units:
-            raise GrowthError(self.name, f"{units} nodes and node inputs, {GROWTH}x what it had "
-                                         f"plus {GROWTH_SLACK_UNITS}", Counter(self.recent))
+            raise GrowthError(
+                self.name,
+                f"{units} nodes and node inputs, {GROWTH}x what it had plus {GROWTH_SLACK_UNITS}",
+                Counter(self.recent),
+            )
         if constants > self.max_bytes:
-            raise GrowthError(self.name, f"{constants >> 20} MB of constants, {GROWTH}x what it had "
-                                         f"plus {GROWTH_SLACK_BYTES >> 20} MB", Counter(self.recent))
+            raise GrowthError(
+                self.name,
+                f"{constants >> 20} MB of constants, {GROWTH}x what it had plus {GROWTH_SLACK_BYTES >> 20} MB",
+                Counter(self.recent),
+            )
 
     def _run(self) -> LevelStats:
         view = self.state.view
@@ -158,8 +172,9 @@ class LevelRunner:
         # sweep again while that gains anything.
         for _ in range(2):
             start = time.perf_counter()
-            gained = total and hasattr(self.state, "refresh_types") \
-                and self.state.refresh_types(if_incomplete_known=True)
+            gained = (
+                total and hasattr(self.state, "refresh_types") and self.state.refresh_types(if_incomplete_known=True)
+            )
             self.stats.builtin_seconds += time.perf_counter() - start
             if not gained:
                 break
@@ -181,8 +196,9 @@ class LevelRunner:
                 start_attempt()
                 for match in matcher.matches(rule, node_id):
                     if self._placement_allows(rule, match) and rewriter.would_apply(match):
-                        raise AssertionError(f"fixpoint missed {rule.name} at node "
-                                             f"'{view.node(node_id).name or node_id}'")
+                        raise AssertionError(
+                            f"fixpoint missed {rule.name} at node '{view.node(node_id).name or node_id}'"
+                        )
         for name in self.builtins:
             if BUILTINS[name](self.state, None):
                 raise AssertionError(f"fixpoint missed work for builtin {name}")
@@ -271,7 +287,6 @@ class LevelRunner:
         if provider is None or kernel_table(provider).supports(self.state.view, node, names=(inputs, outputs)):
             return None
         return f"{provider} has no kernel for {node.op_type} as built"
-
 
 
 class _RevisitTrie:

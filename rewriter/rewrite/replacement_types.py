@@ -18,6 +18,7 @@ node is checked in order:
 * a value the replacement redefines (a node output keeping a pattern value's name, an
   alias ``y = x``, a computed constant) keeps its element type, rank and every static dim.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,9 +48,15 @@ class TypeProblem(str):
         return problem
 
 
-def replacement_type_problem(view: GraphView, nodes, names, initializers: list[TensorProto],
-                             aliases: list[tuple[str, str]], replaced: set[str],
-                             new_types: dict[str, TypeProto]) -> TypeProblem | None:
+def replacement_type_problem(
+    view: GraphView,
+    nodes,
+    names,
+    initializers: list[TensorProto],
+    aliases: list[tuple[str, str]],
+    replaced: set[str],
+    new_types: dict[str, TypeProto],
+) -> TypeProblem | None:
     """Why the replacement is ill-typed (None when it is fine); fills ``new_types`` with the
     types inferred for the values it creates.  ``names``: each node's (inputs, outputs);
     ``replaced``: the graph values the replacement redefines."""

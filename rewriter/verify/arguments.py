@@ -1,5 +1,6 @@
 """``verify``'s arguments checked before any work: the wrong kind is the library's own
 error (``ArgumentError``), not a TypeError from deep inside hypothesis."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """A counterexample as files a user can open: the models, the inputs, a readable report."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,8 +8,9 @@ import numpy as np
 import onnx
 
 
-def write_artifacts(directory: Path, before: onnx.ModelProto, after: onnx.ModelProto | None,
-                    feeds: dict, report: str) -> None:
+def write_artifacts(
+    directory: Path, before: onnx.ModelProto, after: onnx.ModelProto | None, feeds: dict, report: str
+) -> None:
     """``before.onnx``, ``after.onnx`` (when the engine produced one), ``inputs.npz`` and
     ``report.txt`` in ``directory`` (replacing an earlier counterexample's)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -21,8 +23,15 @@ def write_artifacts(directory: Path, before: onnx.ModelProto, after: onnx.ModelP
     (directory / "report.txt").write_text(report, encoding="utf-8")
 
 
-def describe(model: onnx.ModelProto, feeds: dict, draws: list[str], problem: str, rule: str,
-             reproduce: str, outputs: dict | None = None) -> str:
+def describe(
+    model: onnx.ModelProto,
+    feeds: dict,
+    draws: list[str],
+    problem: str,
+    rule: str,
+    reproduce: str,
+    outputs: dict | None = None,
+) -> str:
     """Every drawn node, input and constant, the differing output before and after (with
     its absolute and relative errors), and the command that reproduces it."""
     with np.printoptions(precision=6, threshold=64, edgeitems=4, suppress=True):

@@ -18,6 +18,7 @@ after a number of attempts, not a time.  Bounded: a rule's campaign, drawing and
 together, takes at most ``budget_seconds`` (a failure is reported within that; past it the
 verdict says drawing stopped).  Rules run in parallel worker processes (``jobs``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,11 +50,11 @@ from .compare import compare_outputs, feeds_tolerance, random_feeds, run_model
 from .diagnose import reason_key, summarize, why_not_applied
 from .instance import STRATA, Reject, Stratum, draw_instance
 
-DEFAULT_EXAMPLES = 50    # rewritten instances compared per rule
-BUDGET_SECONDS = 30.0   # a rule's campaign, drawing and shrinking together, then it stops
-SHRINK_ATTEMPTS = 150   # new instances tried while shrinking a failure, then the best is kept
-DIAGNOSED_DRAWS = 12    # draws the engine left alone whose reason is looked for
-RUNNING = ".running"    # OUT/PACK/RULE/.running: the rewritten draw being run right now
+DEFAULT_EXAMPLES = 50  # rewritten instances compared per rule
+BUDGET_SECONDS = 30.0  # a rule's campaign, drawing and shrinking together, then it stops
+SHRINK_ATTEMPTS = 150  # new instances tried while shrinking a failure, then the best is kept
+DIAGNOSED_DRAWS = 12  # draws the engine left alone whose reason is looked for
+RUNNING = ".running"  # OUT/PACK/RULE/.running: the rewritten draw being run right now
 CRASHED = "onnxruntime crashed the process running the rewritten model"
 CRASHED_ORIGINAL = "onnxruntime crashed the process running a drawn instance itself, before any rewrite"
 
@@ -62,20 +63,20 @@ CRASHED_ORIGINAL = "onnxruntime crashed the process running a drawn instance its
 class RuleVerdict:
     pack: str
     rule: str
-    draws: int = 0                 # valid instances tried
-    invalid: int = 0               # draws that did not make a valid model
-    applied: int = 0               # instances the engine rewrote (and that were compared)
+    draws: int = 0  # valid instances tried
+    invalid: int = 0  # draws that did not make a valid model
+    applied: int = 0  # instances the engine rewrote (and that were compared)
     near_misses: int = 0
-    near_misses_refused: int = 0   # near misses the engine left alone
-    max_abs: float = 0.0           # of the compared instances (of the counterexample on FAIL)
+    near_misses_refused: int = 0  # near misses the engine left alone
+    max_abs: float = 0.0  # of the compared instances (of the counterexample on FAIL)
     max_rel: float = 0.0
-    verdict: str = "ok"            # ok | FAIL | unverified
+    verdict: str = "ok"  # ok | FAIL | unverified
     message: str = ""
     artifacts: Path | None = None
     last_reject: str = ""
     seconds: float = 0.0
-    stopped_early: bool = False    # the time budget ended the drawing
-    shrink_cut: bool = False       # the time budget ended the shrinking (not repeatable then)
+    stopped_early: bool = False  # the time budget ended the drawing
+    shrink_cut: bool = False  # the time budget ended the shrinking (not repeatable then)
 
 
 class RuleFault(BaseException):
@@ -112,9 +113,15 @@ def rule_seed(seed: int, pack: str, rule: str) -> int:
     return zlib.crc32(f"{seed}:{pack}:{rule}".encode()) ^ seed
 
 
-def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, seed: int = 0,
-                out: Path | str = "verify-out", shrink_attempts: int = SHRINK_ATTEMPTS,
-                budget_seconds: float = BUDGET_SECONDS) -> RuleVerdict:
+def verify_rule(
+    pack: Pack,
+    rule_name: str,
+    examples: int = DEFAULT_EXAMPLES,
+    seed: int = 0,
+    out: Path | str = "verify-out",
+    shrink_attempts: int = SHRINK_ATTEMPTS,
+    budget_seconds: float = BUDGET_SECONDS,
+) -> RuleVerdict:
     """Fuzz one rule of a pack; see the module docstring."""
     began = time.monotonic()
     (rule,) = [r for r in pack.rules if r.name == rule_name]
@@ -126,7 +133,7 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
     # up holding a counterexample
     created = [d for d in (Path(out), Path(out) / pack.name, artifacts) if not d.exists()]
     failing: dict = {"seen": False, "attempts": 0}
-    reasons: Counter = Counter()     # why valid draws were left alone (a sample of them)
+    reasons: Counter = Counter()  # why valid draws were left alone (a sample of them)
     # outcome per (instance, inputs): shrinking revisits instances
     outcomes: dict[bytes, str | None] = {}
     reproduce = f"rewriter verify {pack.file} --rule {rule.name} --seed {seed} --examples {examples}"
@@ -159,11 +166,15 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
             reject()
         if not counting:
             failing["attempts"] += 1
-        feeds = random_feeds(instance.model, inputs_seed, ranges=instance.input_ranges,
-                             shapes=instance.input_shapes)
+        feeds = random_feeds(instance.model, inputs_seed, ranges=instance.input_ranges, shapes=instance.input_shapes)
         # if onnxruntime kills the process running the draw itself, the parent finds it
-        write_artifacts(running, instance.model, None, feeds,
-                        describe(instance.model, feeds, instance.draws, CRASHED_ORIGINAL, rule.name, reproduce))
+        write_artifacts(
+            running,
+            instance.model,
+            None,
+            feeds,
+            describe(instance.model, feeds, instance.draws, CRASHED_ORIGINAL, rule.name, reproduce),
+        )
         try:
             before_outputs = run_model(instance.model, feeds)
         except Exception as why:  # onnxruntime cannot run this draw (e.g. a missing kernel)
@@ -177,17 +188,18 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
             verdict.near_misses += instance.near_miss is not None
         problem, after, outputs, errors = None, None, None, (0.0, 0.0)
         try:
-            result = optimize(instance.model, level=pack.level, rules=[single], bundled=False,
-                                       providers="CPU")
+            result = optimize(instance.model, level=pack.level, rules=[single], bundled=False, providers="CPU")
             after = result.model
             applied = result.report.applied(rule.name) > 0
             if not applied and sum(r.refused for r in result.report.rules):
                 why = why_not_applied(instance.model, single.rules[0])
                 if why.rule_fault:  # the engine saved this model; a dynamic one it could not
                     applied, after = True, None
-                    problem = (f"the rule rewrites into something else: {why.removeprefix('the engine refused the match: ')} "
-                               f"(the engine refused it here, where the shapes are known; with "
-                               f"dynamic axes it could not)")
+                    problem = (
+                        f"the rule rewrites into something else: {why.removeprefix('the engine refused the match: ')} "
+                        f"(the engine refused it here, where the shapes are known; with "
+                        f"dynamic axes it could not)"
+                    )
         except RuleError as error:
             raise RuleFault(error) from None
         except Exception as error:  # the engine itself failed on a valid model
@@ -199,8 +211,7 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
         if counting:
             tally[stratum.name, applied] += 1
         if not applied:
-            if counting and not tally[stratum.name, True] and \
-                    tally[stratum.name, False] >= BARREN_DRAWS * quota + 10:
+            if counting and not tally[stratum.name, True] and tally[stratum.name, False] >= BARREN_DRAWS * quota + 10:
                 raise _Barren()
             if counting and instance.near_miss is not None:
                 verdict.near_misses_refused += 1
@@ -213,14 +224,20 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
             try:
                 onnx.checker.check_model(after, full_check=True)
                 # if onnxruntime kills the process running it, the parent finds this draw
-                write_artifacts(running, instance.model, after, feeds,
-                                describe(instance.model, feeds, instance.draws, CRASHED, rule.name, reproduce))
+                write_artifacts(
+                    running,
+                    instance.model,
+                    after,
+                    feeds,
+                    describe(instance.model, feeds, instance.draws, CRASHED, rule.name, reproduce),
+                )
                 after_outputs = run_model(after, feeds)
             except Exception as error:
                 problem = f"the rewritten model is invalid: {str(error).splitlines()[0]}"
             else:
                 difference, worst_abs, worst_rel = compare_outputs(
-                    before_outputs, after_outputs, rule.tolerance, feeds_tolerance(feeds))
+                    before_outputs, after_outputs, rule.tolerance, feeds_tolerance(feeds)
+                )
                 errors = (worst_abs, worst_rel)
                 if counting:
                     verdict.applied += 1
@@ -228,8 +245,11 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
                     verdict.max_rel = max(verdict.max_rel, worst_rel)
                 if difference is not None:
                     problem = difference.message
-                    outputs = {name: (before_outputs[name], after_outputs.get(name))
-                               for name in [difference.output] if name in after_outputs}
+                    outputs = {
+                        name: (before_outputs[name], after_outputs.get(name))
+                        for name in [difference.output]
+                        if name in after_outputs
+                    }
         if problem is not None:
             failing["seen"] = True
             # each failure found while shrinking is smaller than the last: the last is kept
@@ -244,9 +264,15 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
             break
         quota = max(1, round(examples * stratum.share))
         run = given(st.data())(_for_stratum(campaign, stratum, quota))
-        run = settings(max_examples=quota, database=None, deadline=None,
-                       derandomize=False, suppress_health_check=list(HealthCheck),
-                       report_multiple_bugs=False, print_blob=False)(run)
+        run = settings(
+            max_examples=quota,
+            database=None,
+            deadline=None,
+            derandomize=False,
+            suppress_health_check=list(HealthCheck),
+            report_multiple_bugs=False,
+            print_blob=False,
+        )(run)
         run = hypothesis_seed(rule_seed(seed, pack.name, rule.name) + index)(run)
         try:
             run()
@@ -275,11 +301,13 @@ def verify_rule(pack: Pack, rule_name: str, examples: int = DEFAULT_EXAMPLES, se
             why = summarize(reasons, rule)
             verdict.message = f"never applied in {verdict.draws} draws" + (f": {why}" if why else "")
     if verdict.stopped_early:
-        verdict.message = (verdict.message + "; " if verdict.message else "") + \
-            f"drawing stopped at the {budget_seconds:g} s budget after {verdict.draws} draws"
+        verdict.message = (
+            verdict.message + "; " if verdict.message else ""
+        ) + f"drawing stopped at the {budget_seconds:g} s budget after {verdict.draws} draws"
     if verdict.shrink_cut and verdict.verdict == "FAIL":
-        verdict.message += (f" (shrinking stopped at the {budget_seconds:g} s budget: another run "
-                            f"may keep another counterexample)")
+        verdict.message += (
+            f" (shrinking stopped at the {budget_seconds:g} s budget: another run may keep another counterexample)"
+        )
     return verdict
 
 
@@ -297,8 +325,10 @@ def _tidy(running: Path, created: list[Path]) -> None:
 def _for_stratum(campaign: Callable, stratum: Stratum, quota: int) -> Callable:
     """``campaign`` for one stratum, as the plain function of one argument hypothesis's
     @given wants."""
+
     def test(data) -> None:
         campaign(data, stratum, quota)
+
     return test
 
 
@@ -342,11 +372,18 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def verify(paths: Iterable[str | Path] | None = None, rule: str | Iterable[str] | None = None,
-           examples: int = DEFAULT_EXAMPLES, seed: int = 0, out: Path | str = "verify-out",
-           on_rule: Callable[[RuleVerdict], None] | None = None,
-           packs: Iterable[Pack] | None = None, jobs: int | None = None,
-           budget_seconds: float = BUDGET_SECONDS, shrink_attempts: int = SHRINK_ATTEMPTS) -> VerifyReport:
+def verify(
+    paths: Iterable[str | Path] | None = None,
+    rule: str | Iterable[str] | None = None,
+    examples: int = DEFAULT_EXAMPLES,
+    seed: int = 0,
+    out: Path | str = "verify-out",
+    on_rule: Callable[[RuleVerdict], None] | None = None,
+    packs: Iterable[Pack] | None = None,
+    jobs: int | None = None,
+    budget_seconds: float = BUDGET_SECONDS,
+    shrink_attempts: int = SHRINK_ATTEMPTS,
+) -> VerifyReport:
     """Verify every rule of the given packs (or only the named ``rule``s); see the module
     docstring.  ``jobs``: worker processes (default: every core; 1 runs in this process).
     Verdicts come back in the packs' rule order, whichever finished first."""
@@ -357,13 +394,13 @@ def verify(paths: Iterable[str | Path] | None = None, rule: str | Iterable[str] 
     else:
         chosen = collect_packs(paths)
     wanted = None if rule is None else ([rule] if isinstance(rule, str) else list(rule))
-    names = [(p, problems, r.name) for p, problems in chosen for r in p.rules
-             if wanted is None or r.name in wanted]
+    names = [(p, problems, r.name) for p, problems in chosen for r in p.rules if wanted is None or r.name in wanted]
     missing = [w for w in wanted or () if not any(name == w for _, _, name in names)]
     if missing:
         raise RewriterError(f"no rule named '{missing[0]}' in {', '.join(p.file for p, _ in chosen)}")
-    options = dict(examples=examples, seed=seed, out=out, shrink_attempts=shrink_attempts,
-                   budget_seconds=budget_seconds)
+    options = dict(
+        examples=examples, seed=seed, out=out, shrink_attempts=shrink_attempts, budget_seconds=budget_seconds
+    )
     report = VerifyReport([None] * len(names))  # type: ignore[list-item]
     tasks = []
     for index, (pack, problems, name) in enumerate(names):
@@ -386,19 +423,21 @@ def verify(paths: Iterable[str | Path] | None = None, rule: str | Iterable[str] 
     return report
 
 
-def _in_workers(tasks: list, workers: int, options: dict, report: VerifyReport,
-                on_rule: Callable[[RuleVerdict], None] | None) -> None:
+def _in_workers(
+    tasks: list, workers: int, options: dict, report: VerifyReport, on_rule: Callable[[RuleVerdict], None] | None
+) -> None:
     """Verify ``tasks`` in worker processes.  A worker that dies (onnxruntime crashing on a
     rewritten model) breaks the pool: the rules not finished are then verified one by one,
     each in a process of its own, and the one that crashes again fails with the draw that
     crashed it as its counterexample."""
+
     def done(index: int, verdict: RuleVerdict) -> None:
         report.verdicts[index] = verdict
         if on_rule is not None:
             on_rule(verdict)
 
     context = multiprocessing.get_context("spawn")  # not forked: this process may hold
-    try:                                             # onnxruntime's thread pools
+    try:  # onnxruntime's thread pools
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             futures = {pool.submit(verify_rule, pack, name, **options): index for index, pack, name in tasks}
             for future in as_completed(futures):
@@ -420,8 +459,9 @@ def _crashed(pack: str, rule: str, out: Path) -> RuleVerdict:
     artifacts = out / pack / rule
     running = artifacts / RUNNING
     if not running.is_dir():
-        return RuleVerdict(pack, rule, verdict="unverified",
-                           message="the campaign's process died before any rewritten draw ran")
+        return RuleVerdict(
+            pack, rule, verdict="unverified", message="the campaign's process died before any rewritten draw ran"
+        )
     rewritten = (running / "after.onnx").exists()  # else the drawn instance itself crashed
     for item in running.iterdir():
         item.replace(artifacts / item.name)

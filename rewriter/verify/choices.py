@@ -6,6 +6,7 @@ those labels: the same ``--seed`` then gave other draws in another process, or a
 unrelated import.  Drawing an index with ``st.integers`` has a label of its own class
 only; it shrinks to the first option, as ``sampled_from`` does.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence

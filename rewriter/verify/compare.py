@@ -1,4 +1,5 @@
 """Run models in onnxruntime (all optimizations off) and compare their outputs."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,9 +9,13 @@ import onnx
 from onnx import helper
 
 
-def random_feeds(model: onnx.ModelProto, seed: int, dynamic_dim: int = 2,
-                 ranges: dict[str, tuple[int, int]] | None = None,
-                 shapes: dict[str, list[int]] | None = None) -> dict[str, np.ndarray]:
+def random_feeds(
+    model: onnx.ModelProto,
+    seed: int,
+    dynamic_dim: int = 2,
+    ranges: dict[str, tuple[int, int]] | None = None,
+    shapes: dict[str, list[int]] | None = None,
+) -> dict[str, np.ndarray]:
     """Random inputs for every graph input: normal floats, bools, and small non-negative
     ints (0/1 for inputs named like masks or type ids, which index 2-row tables), or ints
     in ``ranges[name]`` = [low, high) where the caller knows better (Gather indices read
@@ -24,8 +29,9 @@ def random_feeds(model: onnx.ModelProto, seed: int, dynamic_dim: int = 2,
         if vi.name in initializers:
             continue
         tensor = vi.type.tensor_type
-        shape = shapes.get(vi.name) or [d.dim_value if d.HasField("dim_value") else dynamic_dim
-                                        for d in tensor.shape.dim]
+        shape = shapes.get(vi.name) or [
+            d.dim_value if d.HasField("dim_value") else dynamic_dim for d in tensor.shape.dim
+        ]
         dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
         if np.issubdtype(dtype, np.floating):
             feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
@@ -68,13 +74,15 @@ def feeds_tolerance(feeds: dict[str, np.ndarray]) -> float:
     """The tolerance of the least precise float input: a float32 output computed from
     float16 inputs carries float16 rounding (a fused kernel that keeps an intermediate sum
     in float32 differs from the graph that rounded it to float16 by that much)."""
-    return max((DEFAULT_TOLERANCE.get(v.dtype, 0.0) for v in feeds.values() if v.dtype.kind == "f"),
-               default=0.0)
+    return max((DEFAULT_TOLERANCE.get(v.dtype, 0.0) for v in feeds.values() if v.dtype.kind == "f"), default=0.0)
 
 
-def compare_outputs(before: dict[str, np.ndarray], after: dict[str, np.ndarray],
-                    tolerance: float | None = None, inputs_tolerance: float = 0.0
-                    ) -> tuple[Difference | None, float, float]:
+def compare_outputs(
+    before: dict[str, np.ndarray],
+    after: dict[str, np.ndarray],
+    tolerance: float | None = None,
+    inputs_tolerance: float = 0.0,
+) -> tuple[Difference | None, float, float]:
     """(first difference or None, max abs error, max rel error) over outputs by name.
 
     Floats agree when |a - b| <= tol * (1 + |a| + mean |a|) elementwise (tol per dtype, at
@@ -89,29 +97,46 @@ def compare_outputs(before: dict[str, np.ndarray], after: dict[str, np.ndarray],
             return Difference(name, f"output '{name}' is missing after the rewrite"), worst_abs, worst_rel
         actual = after[name]
         if expected.shape != actual.shape or expected.dtype != actual.dtype:
-            return (Difference(name, f"output '{name}' is {actual.dtype}{list(actual.shape)} after the rewrite, "
-                                     f"{expected.dtype}{list(expected.shape)} before"), worst_abs, worst_rel)
+            return (
+                Difference(
+                    name,
+                    f"output '{name}' is {actual.dtype}{list(actual.shape)} after the rewrite, "
+                    f"{expected.dtype}{list(expected.shape)} before",
+                ),
+                worst_abs,
+                worst_rel,
+            )
         if expected.dtype.kind != "f":
             if not np.array_equal(expected, actual):
                 return Difference(name, f"output '{name}' differs"), worst_abs, worst_rel
             continue
         a, b = expected.astype(np.float64), actual.astype(np.float64)
         nan_a, nan_b = np.isnan(a), np.isnan(b)
-        if not np.array_equal(nan_a, nan_b) or not np.array_equal(np.isposinf(a), np.isposinf(b)) \
-                or not np.array_equal(np.isneginf(a), np.isneginf(b)):
+        if (
+            not np.array_equal(nan_a, nan_b)
+            or not np.array_equal(np.isposinf(a), np.isposinf(b))
+            or not np.array_equal(np.isneginf(a), np.isneginf(b))
+        ):
             return Difference(name, f"output '{name}' has NaN/inf in other places"), worst_abs, worst_rel
         finite = np.isfinite(a)
         err = np.abs(a[finite] - b[finite])  # (inf - inf is not computed: no warning)
         if err.size:
             worst_abs = max(worst_abs, float(err.max()))
             worst_rel = max(worst_rel, float((err / (np.abs(a[finite]) + 1e-12)).max()))
-        tol = tolerance if tolerance is not None else \
-            max(DEFAULT_TOLERANCE.get(expected.dtype, 1e-4), inputs_tolerance)
+        tol = tolerance if tolerance is not None else max(DEFAULT_TOLERANCE.get(expected.dtype, 1e-4), inputs_tolerance)
         magnitude = np.abs(a[finite])
         with np.errstate(over="ignore"):  # a mean of huge values may overflow: inf, a lax bound
             scale = magnitude.mean() if magnitude.size else 0.0
         bad = err > tol * (1 + magnitude + scale)
         if bad.any():
-            return (Difference(name, f"output '{name}' differs: max abs error {float(err.max()):.3g}, "
-                                     f"tolerance {tol:g}", float(err.max()), worst_rel), worst_abs, worst_rel)
+            return (
+                Difference(
+                    name,
+                    f"output '{name}' differs: max abs error {float(err.max()):.3g}, tolerance {tol:g}",
+                    float(err.max()),
+                    worst_rel,
+                ),
+                worst_abs,
+                worst_rel,
+            )
     return None, worst_abs, worst_rel

@@ -6,6 +6,7 @@ engine left alone, the matcher's deepest failure (an op that differed, an attrib
 campaign, the commonest reasons name the constraint the generator does not meet, and the
 pattern inputs an ``example`` hint should shape.
 """
+
 from __future__ import annotations
 
 import re
@@ -92,17 +93,20 @@ def _hint(reason: str, rule: A.Rule) -> str:
     line = _WHERE_LINE.search(reason)
     if not line:
         return ""
-    text = reason[len("where `"):reason.rindex("` (line")]
-    conjuncts = [c for w in rule.wheres if w.pos.line == int(line.group(1)) for c in A.conjuncts(w.expr)
-                 if show(c) == text]
+    text = reason[len("where `") : reason.rindex("` (line")]
+    conjuncts = [
+        c for w in rule.wheres if w.pos.line == int(line.group(1)) for c in A.conjuncts(w.expr) if show(c) == text
+    ]
     if not conjuncts:
         return ""
     produced = {name for eq in rule.equations for name in eq.out_names}
-    bound = {arg.name for eq in rule.equations for alt in eq.alternatives for arg in alt.args
-             if isinstance(arg, A.VarArg)}
+    bound = {
+        arg.name for eq in rule.equations for alt in eq.alternatives for arg in alt.args if isinstance(arg, A.VarArg)
+    }
     names = sorted(A.names_read(conjuncts[0]) & (bound - produced))
     if not names:
         return "an `example` clause with values that satisfy it would help"
-    return (f"an `example` clause giving {', '.join(names)} shapes or values that satisfy it "
-            f"would help (e.g. `example {names[0]}: [N, C]`)")
-
+    return (
+        f"an `example` clause giving {', '.join(names)} shapes or values that satisfy it "
+        f"would help (e.g. `example {names[0]}: [N, C]`)"
+    )

@@ -5,6 +5,7 @@ broadcasting partners...) lives here, one function per op family.  An op without
 gets the instance's main shape; onnx shape inference then decides whether the draw is
 valid.  Rules can always steer with ``example`` hints instead.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -30,9 +31,9 @@ class Spec:
     dtype: int
     shape: list[int]
     value: np.ndarray | None = None
-    const: bool = False          # the op needs a constant here (shape, axes...)
+    const: bool = False  # the op needs a constant here (shape, axes...)
     dim_names: list | None = None  # symbolic dims to declare (a dynamic-axes input)
-    divisor: bool = False        # integers here must not be 0 (Div's, Mod's second input)
+    divisor: bool = False  # integers here must not be 0 (Div's, Mod's second input)
 
 
 @dataclass
@@ -42,11 +43,11 @@ class NodeContext:
     op: str
     domain: str
     opset: int
-    known: list[tuple[int, list[int]] | None]   # (dtype, shape) of each input slot, if known
+    known: list[tuple[int, list[int]] | None]  # (dtype, shape) of each input slot, if known
     attrs: dict = field(default_factory=dict)
     main_shape: list[int] = field(default_factory=list)
     dtype: int = F
-    info: object = None          # the op's schema at the instance's opset (onnx_facts.schemas.OpInfo)
+    info: object = None  # the op's schema at the instance's opset (onnx_facts.schemas.OpInfo)
     inputs: list[str] = field(default_factory=list)  # pattern names of the node's inputs
     dim: Callable[[], int] = lambda: 2  # a dim size for the instance (see _Builder.dim)
     outputs: list[str] = field(default_factory=list)  # pattern names of the node's outputs
@@ -62,29 +63,46 @@ class NodeContext:
         return None
 
 
-BROADCASTING = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal",
-                          "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "PRelu", "Mod"})
+BROADCASTING = frozenset(
+    {
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "Pow",
+        "Max",
+        "Min",
+        "Sum",
+        "Mean",
+        "Equal",
+        "Greater",
+        "Less",
+        "GreaterOrEqual",
+        "LessOrEqual",
+        "PRelu",
+        "Mod",
+    }
+)
 BOOLEAN = frozenset({"And", "Or", "Xor", "Not"})
 
 
 def broadcast_partner(draw: Draw, shape: list[int]) -> list[int]:
     """A shape that broadcasts against ``shape`` without growing it (mostly), sometimes
     one that does (a near miss for rules that must check it)."""
-    kind = pick(draw, ["same", "same", "last", "suffix", "ones", "axis", "axis", "scalar",
-                                 "grow"])
+    kind = pick(draw, ["same", "same", "last", "suffix", "ones", "axis", "axis", "scalar", "grow"])
     if kind == "same" or not shape:
         return list(shape)
     if kind == "last":  # a bias along the last axis, the most common addend in real models
         return [shape[-1]]
     if kind == "suffix":
-        return list(shape[draw(st.integers(0, len(shape))):])
+        return list(shape[draw(st.integers(0, len(shape))) :])
     if kind == "ones":
         return [d if chance(draw, 2) else 1 for d in shape]
     if kind == "axis":  # varies along one axis only: [C, 1, 1] per-channel style, or another axis
         axis = draw(st.integers(0, len(shape) - 1))
         full = [1] * len(shape)
         full[axis] = shape[axis]
-        return full[draw(st.integers(0, axis)):]
+        return full[draw(st.integers(0, axis)) :]
     if kind == "scalar":
         return pick(draw, [[], [1]])
     return [2] + list(shape)  # grows the rank
@@ -115,6 +133,7 @@ def _conv(draw, ctx: NodeContext, slot: int) -> Spec | None:
     is when a per-channel check that looks at sizes only goes wrong)."""
     group = int(ctx.attrs.get("group", 1) or 1)
     x = ctx.shape(0)
+
     def counts() -> int:  # few channels, now and then counts around a vector width (NCHWc blocks)
         if pick(draw, ["few", "few", "few", "block"]) == "few":
             return ctx.dim()
@@ -128,7 +147,8 @@ def _conv(draw, ctx: NodeContext, slot: int) -> Spec | None:
         return None
     # a kernel no larger than a known spatial size (an empty or symbolic one: any small one)
     kernel = ctx.attrs.get("kernel_shape") or [
-        draw(st.integers(1, min(3, d) if isinstance(d, int) and d >= 1 else 3)) for d in x[2:]]
+        draw(st.integers(1, min(3, d) if isinstance(d, int) and d >= 1 else 3)) for d in x[2:]
+    ]
     if slot == 1:
         out_channels = group * counts()
         return Spec(ctx.dtype, [out_channels, x[1] // group] + list(kernel))
@@ -150,7 +170,7 @@ def _layernorm(draw, ctx: NodeContext, slot: int) -> Spec | None:
     if slot == 0 or x is None:
         return None
     axis = int(ctx.attrs.get("axis", -1))
-    return Spec(ctx.dtype, list(x[axis if axis >= 0 else len(x) + axis:]))
+    return Spec(ctx.dtype, list(x[axis if axis >= 0 else len(x) + axis :]))
 
 
 def _matmul(draw, ctx: NodeContext, slot: int) -> Spec | None:
@@ -240,8 +260,13 @@ def _expand(draw, ctx: NodeContext, slot: int) -> Spec | None:
     x = ctx.shape(0)
     if slot == 1 and x is not None:
         kind = pick(draw, ["ones", "same", "grow"])
-        target = [1] * draw(st.integers(0, len(x))) if kind == "ones" else list(x) if kind == "same" \
+        target = (
+            [1] * draw(st.integers(0, len(x)))
+            if kind == "ones"
+            else list(x)
+            if kind == "same"
             else [2] + [d if d != 1 else 3 for d in x]
+        )
         return Spec(I64, [len(target)], np.asarray(target, np.int64), const=True)
     return None
 
@@ -301,16 +326,28 @@ def _skip_layernorm(draw, ctx: NodeContext, slot: int) -> Spec | None:
 
 
 _HANDLERS: dict[tuple[str, str], Callable] = {
-    ("", "Conv"): _conv, ("", "BatchNormalization"): _batchnorm,
-    ("", "LayerNormalization"): _layernorm, ("", "MatMul"): _matmul, ("", "Gemm"): _gemm,
-    ("", "Clip"): _clip, ("", "Dropout"): _dropout, ("", "Slice"): _slice,
-    ("", "Unsqueeze"): _unsqueeze, ("", "Reshape"): _reshape, ("", "Gather"): _gather, ("", "Expand"): _expand, ("", "Where"): _where,
-    ("com.microsoft", "FusedMatMul"): _matmul, ("com.microsoft", "BiasGelu"): _bias_last_axis,
-    ("com.microsoft", "SkipLayerNormalization"): _skip_layernorm, ("com.microsoft", "FusedConv"): _conv,
+    ("", "Conv"): _conv,
+    ("", "BatchNormalization"): _batchnorm,
+    ("", "LayerNormalization"): _layernorm,
+    ("", "MatMul"): _matmul,
+    ("", "Gemm"): _gemm,
+    ("", "Clip"): _clip,
+    ("", "Dropout"): _dropout,
+    ("", "Slice"): _slice,
+    ("", "Unsqueeze"): _unsqueeze,
+    ("", "Reshape"): _reshape,
+    ("", "Gather"): _gather,
+    ("", "Expand"): _expand,
+    ("", "Where"): _where,
+    ("com.microsoft", "FusedMatMul"): _matmul,
+    ("com.microsoft", "BiasGelu"): _bias_last_axis,
+    ("com.microsoft", "SkipLayerNormalization"): _skip_layernorm,
+    ("com.microsoft", "FusedConv"): _conv,
 }
 
 
 # --------------------------------------------------------------------- attributes
+
 
 def attribute_candidates(op: str, name: str, rank: int) -> list | None:
     """Values worth trying for a captured attribute (None: leave it at its default)."""
@@ -318,7 +355,8 @@ def attribute_candidates(op: str, name: str, rank: int) -> list | None:
         "epsilon": [1e-5, 1e-3, 0.1, 1.0],
         "alpha": [1.0, 0.5, 2.0],
         "beta": [1.0, 0.5, 2.0],
-        "transA": [0, 1], "transB": [0, 1],
+        "transA": [0, 1],
+        "transB": [0, 1],
         "group": [1, 2],
         "strides": [[1] * max(rank - 2, 1), [2] * max(rank - 2, 1)],
         "pads": [[0] * (2 * max(rank - 2, 1)), [1] * (2 * max(rank - 2, 1))],
@@ -327,10 +365,13 @@ def attribute_candidates(op: str, name: str, rank: int) -> list | None:
         "keepdims": [0, 1],
         # the last axis mostly (what normalizations reduce), any other now and then
         "axes": [[-1]] * 3 + [[rank - 1]] * 2 + [[a] for a in range(rank - 1)] + [[a - rank] for a in range(rank - 1)]
-        if rank else None,
-        "min": [-1.0, 0.5], "max": [1.0, 6.0],
-        "perm": [list(range(rank)), list(range(rank))[::-1],
-                 list(range(rank - 2)) + [rank - 1, rank - 2]] if rank >= 2 else None,
+        if rank
+        else None,
+        "min": [-1.0, 0.5],
+        "max": [1.0, 6.0],
+        "perm": [list(range(rank)), list(range(rank))[::-1], list(range(rank - 2)) + [rank - 1, rank - 2]]
+        if rank >= 2
+        else None,
     }
     if name == "perm":
         return None  # drawn as a permutation of the input rank

@@ -8,6 +8,7 @@ Near misses are drawn too: an intermediate that is a graph output or has an extr
 a required constant that is an input, a literal outside its tolerance.  Every draw is
 validated by onnx's checker (with shape inference); an invalid draw raises ``Reject``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -48,13 +49,17 @@ class Stratum:
 
     name: str
     share: float
-    dynamic: bool | None = None      # inputs declared with symbolic dims (None: drawn)
-    varied: bool = False             # hinted shapes and values, unmentioned attributes varied
-    ranks: tuple[int, ...] = ()      # the instance's main rank, from these
+    dynamic: bool | None = None  # inputs declared with symbolic dims (None: drawn)
+    varied: bool = False  # hinted shapes and values, unmentioned attributes varied
+    ranks: tuple[int, ...] = ()  # the instance's main rank, from these
 
 
-STRATA = (Stratum("free", 0.4), Stratum("dynamic axes", 0.2, dynamic=True),
-          Stratum("varied", 0.2, varied=True), Stratum("high ranks", 0.2, ranks=(3, 4, 5)))
+STRATA = (
+    Stratum("free", 0.4),
+    Stratum("dynamic axes", 0.2, dynamic=True),
+    Stratum("varied", 0.2, varied=True),
+    Stratum("high ranks", 0.2, ranks=(3, 4, 5)),
+)
 
 
 SHAPING_ATTRIBUTES = {"spatial"}  # attributes that decide what shapes the inputs take
@@ -68,7 +73,7 @@ class Reject(Exception):
 class Instance:
     model: onnx.ModelProto
     near_miss: str | None
-    draws: list[str] = field(default_factory=list)   # what was drawn, for the report
+    draws: list[str] = field(default_factory=list)  # what was drawn, for the report
     # integer graph inputs and the [low, high) their run-time values come from
     input_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
     # every graph input's dims at run time (declared symbolic, some of them)
@@ -150,10 +155,16 @@ def _wants_shared(expr: A.Expr) -> bool | None:
     if isinstance(expr, A.Unary) and expr.op == "not":
         inner = _wants_shared(expr.operand)
         return None if inner is None else not inner
-    if isinstance(expr, A.Compare) and len(expr.ops) == 1 and any(
-            isinstance(o, A.Call) and o.func == "consumers" for o in expr.operands):
-        op = expr.ops[0] if isinstance(expr.operands[0], A.Call) else \
-            {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(expr.ops[0], expr.ops[0])
+    if (
+        isinstance(expr, A.Compare)
+        and len(expr.ops) == 1
+        and any(isinstance(o, A.Call) and o.func == "consumers" for o in expr.operands)
+    ):
+        op = (
+            expr.ops[0]
+            if isinstance(expr.operands[0], A.Call)
+            else {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(expr.ops[0], expr.ops[0])
+        )
         return op in (">", ">=")
     if isinstance(expr, A.BoolOp):
         votes = [v for v in (_wants_shared(x) for x in expr.values) if v is not None]
@@ -164,8 +175,13 @@ def _wants_shared(expr: A.Expr) -> bool | None:
 def _consumer_checked(rule: A.Rule) -> set[str]:
     """Variables whose consumers a ``where`` looks at: near misses expose or share these
     first (a rule for a shared value applies only to such draws)."""
-    return {a.id for call in _where_calls(rule) if call.func in ("single_use", "consumers", "is_output")
-            for a in call.args if isinstance(a, A.Name)}
+    return {
+        a.id
+        for call in _where_calls(rule)
+        if call.func in ("single_use", "consumers", "is_output")
+        for a in call.args
+        if isinstance(a, A.Name)
+    }
 
 
 def _order(rule: A.Rule) -> list[int]:
@@ -213,16 +229,16 @@ class _Builder:
         self.nodes: list[onnx.NodeProto] = []
         self.inputs: list[onnx.ValueInfoProto] = []
         self.inits: list[TensorProto] = []
-        self.types: dict[str, TypeProto] = {}      # as declared (symbolic dims, dynamic axes)
-        self.concrete: dict[str, TypeProto] = {}   # at run time: what inputs are drawn against
-        self.values: dict[str, str] = {}          # pattern name -> graph value
+        self.types: dict[str, TypeProto] = {}  # as declared (symbolic dims, dynamic axes)
+        self.concrete: dict[str, TypeProto] = {}  # at run time: what inputs are drawn against
+        self.values: dict[str, str] = {}  # pattern name -> graph value
         self.captures: dict[str, object] = {}
         self.domains: set[str] = set()
         self.draws: list[str] = []
         self.counter = 0
         self.used: set[str] = set()
-        self.pattern_outputs: set[str] = set()   # values the pattern's own nodes produce
-        self.ignored: set[str] = set()           # outputs a pattern skips with `_`
+        self.pattern_outputs: set[str] = set()  # values the pattern's own nodes produce
+        self.ignored: set[str] = set()  # outputs a pattern skips with `_`
         self.const_names = const_required(rule)
         self.seed = self.draw(st.integers(0, 2**16), label="values seed")
         self.rng = np.random.default_rng(self.seed)
@@ -304,8 +320,11 @@ class _Builder:
             else:
                 if d not in self.symbols:
                     # small, or now and then a multiple of a vector width (channel blocks)
-                    self.symbols[d] = self.dim() \
-                        if not self.chance(4, f"dim {d} a block") else pick(self.draw, [8, 16, 24, 32], f"dim {d}")
+                    self.symbols[d] = (
+                        self.dim()
+                        if not self.chance(4, f"dim {d} a block")
+                        else pick(self.draw, [8, 16, 24, 32], f"dim {d}")
+                    )
                 out.append(self.symbols[d])
         return out
 
@@ -322,8 +341,11 @@ class _Builder:
             return self.rng.integers(0, 2, shape).astype(bool)
         if divisor:
             values = self.rng.integers(1, 5, shape)
-            return (values * np.where(self.rng.integers(0, 2, shape) == 1, 1, -1)).astype(np_dtype) \
-                if np.issubdtype(np_dtype, np.signedinteger) else values.astype(np_dtype)
+            return (
+                (values * np.where(self.rng.integers(0, 2, shape) == 1, 1, -1)).astype(np_dtype)
+                if np.issubdtype(np_dtype, np.signedinteger)
+                else values.astype(np_dtype)
+            )
         return self.rng.integers(0, 4, shape).astype(np_dtype)
 
     def _maybe_special(self, name: str | None, array: np.ndarray) -> np.ndarray:
@@ -334,8 +356,9 @@ class _Builder:
             return array
         dtype = helper.np_dtype_to_tensor_dtype(array.dtype)
         low, high = special_values(dtype)[3], special_values(dtype)[4]
-        value = pick(self.draw, [float("-inf"), float("-inf"), low, float("nan"), float("inf"), high],
-                     label="special value")
+        value = pick(
+            self.draw, [float("-inf"), float("-inf"), low, float("nan"), float("inf"), high], label="special value"
+        )
         array = np.array(array, copy=True)
         where = pick(self.draw, ["everywhere", "rows", "some"], label="special where")
         if array.size <= 1 or where == "everywhere":
@@ -351,11 +374,15 @@ class _Builder:
     def add_value(self, name: str, spec: Spec, constant: bool) -> str:
         value_name = self.fresh(name)
         if constant:
-            array = spec.value if spec.value is not None else \
-                self._maybe_special(name, self._random(spec.dtype, spec.shape, spec.divisor))
+            array = (
+                spec.value
+                if spec.value is not None
+                else self._maybe_special(name, self._random(spec.dtype, spec.shape, spec.divisor))
+            )
             self.inits.append(numpy_helper.from_array(np.asarray(array), value_name))
             self.types[value_name] = self.concrete[value_name] = helper.make_tensor_type_proto(
-                helper.np_dtype_to_tensor_dtype(np.asarray(array).dtype), list(np.asarray(array).shape))
+                helper.np_dtype_to_tensor_dtype(np.asarray(array).dtype), list(np.asarray(array).shape)
+            )
             self.draws.append(f"{value_name} = constant {np.asarray(array).dtype}{list(np.asarray(array).shape)}")
         else:
             graph_input = value_name
@@ -378,8 +405,9 @@ class _Builder:
             self.concrete[graph_input] = helper.make_tensor_type_proto(spec.dtype, list(spec.shape))
             self.draws.append(f"{graph_input}: input {helper.tensor_dtype_to_string(spec.dtype)}{spec.shape}")
             if self.wrap_inputs:
-                self.nodes.append(helper.make_node("Identity", [graph_input], [value_name],
-                                                   name=f"prologue{len(self.nodes)}"))
+                self.nodes.append(
+                    helper.make_node("Identity", [graph_input], [value_name], name=f"prologue{len(self.nodes)}")
+                )
                 self.types[value_name] = vi.type
                 self.concrete[value_name] = self.concrete[graph_input]
                 self.draws.append(f"{value_name} = Identity({graph_input})")
@@ -402,9 +430,11 @@ class _Builder:
             value = np.asarray(_const_value(hint.value))
             if value.dtype == np.float64:
                 partner = ctx.type(0) if slot > 0 else None
-                value = value.astype(helper.tensor_dtype_to_np_dtype(partner if partner in FLOATS else
-                                                                      ctx.dtype if ctx.dtype in FLOATS else
-                                                                      TensorProto.FLOAT))
+                value = value.astype(
+                    helper.tensor_dtype_to_np_dtype(
+                        partner if partner in FLOATS else ctx.dtype if ctx.dtype in FLOATS else TensorProto.FLOAT
+                    )
+                )
             elif value.dtype.kind in "iu":
                 value = value.astype(np.int64)
             return self.add_value(name, Spec(0, list(value.shape), self._maybe_special(name, value)), True)
@@ -428,8 +458,14 @@ class _Builder:
             spec = dataclasses.replace(spec, divisor=True)
         own = own_float_types(ctx.info, slot, spec.dtype) if spec.value is None else []
         # inputs of one type parameter share the type (BatchNormalization's scale and B)
-        sibling = next((known[0] for i, known in enumerate(ctx.known) if own and i != slot and known
-                        and ctx.info.formal(i) == ctx.info.formal(slot)), None)
+        sibling = next(
+            (
+                known[0]
+                for i, known in enumerate(ctx.known)
+                if own and i != slot and known and ctx.info.formal(i) == ctx.info.formal(slot)
+            ),
+            None,
+        )
         if sibling is not None:
             spec = dataclasses.replace(spec, dtype=sibling)
         elif own and self.chance(3, "own precision"):
@@ -492,7 +528,7 @@ class _Builder:
             return [2] + dims
         if vary == "resized" and dims:
             axis = self.draw(st.integers(0, len(dims) - 1), label="resized axis")
-            return dims[:axis] + [pick(self.draw, [1, 2, 3, 5, 8, 12, 16, 20, 24, 32], "new size")] + dims[axis + 1:]
+            return dims[:axis] + [pick(self.draw, [1, 2, 3, 5, 8, 12, 16, 20, 24, 32], "new size")] + dims[axis + 1 :]
         if vary == "broadcast" and ctx.op in BROADCASTING and not ctx.domain and other is not None:
             return broadcast_partner(self.draw, list(other[1]))
         return dims
@@ -509,9 +545,14 @@ class _Builder:
     def _dynamic_inputs(self) -> set[str]:
         """Inputs an example reads the shape of: declared with their symbolic dims, so
         the shape stays unknown until run time (dynamic axes)."""
-        return {h.value.args[0].id for h in self.hints.values()
-                if isinstance(h.value, A.Call) and h.value.func == "shape" and h.value.args
-                and isinstance(h.value.args[0], A.Name)}
+        return {
+            h.value.args[0].id
+            for h in self.hints.values()
+            if isinstance(h.value, A.Call)
+            and h.value.func == "shape"
+            and h.value.args
+            and isinstance(h.value.args[0], A.Name)
+        }
 
     def literal(self, lit: A.Literal, ctx: NodeContext, bind: str | None) -> str:
         value = float(lit.value) if not isinstance(lit.value, bool) else lit.value
@@ -538,8 +579,13 @@ class _Builder:
             if isinstance(expr, A.Name) and expr.id not in DTYPES:
                 hint = self.hints.get(expr.id)
                 candidates = attribute_candidates(alt.op, pattern.name, rank)
-                varied = hint is not None and hint.value is not None and candidates and self.vary_hinted \
+                varied = (
+                    hint is not None
+                    and hint.value is not None
+                    and candidates
+                    and self.vary_hinted
                     and self.chance(2, f"vary {expr.id}")
+                )
                 if varied:
                     self.hinted_varied()  # the hinted value drawn like an unhinted one
                 if expr.id in self.captures:
@@ -551,8 +597,13 @@ class _Builder:
                     # any permutation (of rank 3 to 5, most do not commute)
                     axes = list(range(rank))
                     kind = pick(self.draw, ["identity", "default", "any", "any"], label="perm kind")
-                    value = None if kind == "default" or not axes else axes if kind == "identity" else \
-                        list(permutation(self.draw, axes, label="perm"))
+                    value = (
+                        None
+                        if kind == "default" or not axes
+                        else axes
+                        if kind == "identity"
+                        else list(permutation(self.draw, axes, label="perm"))
+                    )
                 else:
                     candidates = attribute_candidates(alt.op, pattern.name, rank)
                     has_default = info is None or info.attributes[pattern.name][1] is not None
@@ -576,8 +627,12 @@ class _Builder:
         BatchNormalization's ``spatial``: statistics per element), drawn before the inputs."""
         others = unmentioned_attribute_values(ctx.info, alt, rank)
         for pattern in alt.attrs:
-            if pattern.any_value and pattern.name in SHAPING_ATTRIBUTES and others.get(pattern.name) \
-                    and self.chance(2, f"vary {pattern.name}"):
+            if (
+                pattern.any_value
+                and pattern.name in SHAPING_ATTRIBUTES
+                and others.get(pattern.name)
+                and self.chance(2, f"vary {pattern.name}")
+            ):
                 ctx.attrs[pattern.name] = pick(self.draw, others[pattern.name], label=f"attr {pattern.name}")
 
     def unmentioned_attribute(self, alt: A.OpPattern, ctx: NodeContext, inputs: list[str]) -> None:
@@ -591,11 +646,14 @@ class _Builder:
         others = unmentioned_attribute_values(ctx.info, alt, rank, channels)
         for pattern in alt.attrs:
             if pattern.any_value and others.get(pattern.name) and pattern.name not in SHAPING_ATTRIBUTES:
-                required = ctx.info is not None and pattern.name in ctx.info.attributes and \
-                    ctx.info.attributes[pattern.name][1] is None and pattern.name not in ctx.attrs
+                required = (
+                    ctx.info is not None
+                    and pattern.name in ctx.info.attributes
+                    and ctx.info.attributes[pattern.name][1] is None
+                    and pattern.name not in ctx.attrs
+                )
                 if required or self.chance(2, f"vary {pattern.name}"):
-                    ctx.attrs[pattern.name] = pick(self.draw, others[pattern.name],
-                                                        label=f"attr {pattern.name}")
+                    ctx.attrs[pattern.name] = pick(self.draw, others[pattern.name], label=f"attr {pattern.name}")
         unmentioned = sorted(n for n in others if n not in {a.name for a in alt.attrs})
         # a node whose attributes the replacement copies ({...c}) claims to keep the meaning
         # of every value: vary one half the time; elsewhere one per instance, now and then
@@ -638,8 +696,18 @@ class _Builder:
         first_known = self.known(self.values.get(getattr(first, "name", ""), ""))
         hinted = None if first_known else self.hinted_rank(getattr(first, "name", None))
         rank = len(first_known[1]) if first_known else hinted if hinted is not None else len(self.main_shape)
-        ctx = NodeContext(alt.op, domain, self.opset, [], {}, self.main_shape, self.dtype,
-                          find_schema(domain, alt.op, self.opset), dim=self.dim, outputs=list(eq.out_names))
+        ctx = NodeContext(
+            alt.op,
+            domain,
+            self.opset,
+            [],
+            {},
+            self.main_shape,
+            self.dtype,
+            find_schema(domain, alt.op, self.opset),
+            dim=self.dim,
+            outputs=list(eq.out_names),
+        )
         ctx.attrs = self.attributes(alt, ctx, rank)
         self.shaping_attributes(alt, ctx, rank)
         inputs: list[str] = []
@@ -648,7 +716,8 @@ class _Builder:
             # (a Gemm's first operand sized after the transposed second one)
             ctx.known = [self.known(v) for v in inputs] + [
                 self.known(self.values.get(later.name, "")) if isinstance(later, A.VarArg) else None
-                for later in alt.args[slot:]]
+                for later in alt.args[slot:]
+            ]
             if isinstance(arg, A.VarArg):
                 if arg.name in self.values:
                     inputs.append(self.values[arg.name])
@@ -704,8 +773,12 @@ class _Builder:
             schema = onnx.defs.get_schema(node.op_type, self.opset, domain)
             data = {t.name: t for t in self.inits if t.name in node.input}
             return shape_inference.infer_node_outputs(
-                schema, node, {i: types[i] for i in node.input if i in types}, data,
-                opset_imports=[helper.make_opsetid("", self.opset)])
+                schema,
+                node,
+                {i: types[i] for i in node.input if i in types},
+                data,
+                opset_imports=[helper.make_opsetid("", self.opset)],
+            )
         except Exception as err:  # unknown to onnx (contrib op) or an invalid draw
             if domain:
                 return self._infer_with_ort(node)
@@ -719,8 +792,10 @@ class _Builder:
             outputs = run_model(model, random_feeds(model, 0, shapes=self.input_shapes))
         except Exception as err:
             raise Reject(f"{node.op_type}: {str(err).splitlines()[0][:200]}") from None
-        return {name: helper.make_tensor_type_proto(helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape))
-                for name, array in outputs.items()}
+        return {
+            name: helper.make_tensor_type_proto(helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape))
+            for name, array in outputs.items()
+        }
 
     def model(self, output_names: list[str]) -> onnx.ModelProto:
         outputs = []

@@ -10,6 +10,7 @@ that draws only what the pattern names never reaches them.  So instances also va
 * constants that act as masks (the branches of a Where, what is added before a Softmax)
   holding infinities, NaN, or the type's extreme finite values.
 """
+
 from __future__ import annotations
 
 from functools import cache
@@ -26,8 +27,13 @@ I32, I64 = TensorProto.INT32, TensorProto.INT64
 FLOATS = (F, F16, D)
 # element types drawn for a pattern, with their weights, when all its ops accept them
 _WEIGHTS = {F: 6, F16: 2, D: 2, I64: 1, I32: 1}
-_TYPE_NAMES = {F: "tensor(float)", F16: "tensor(float16)", D: "tensor(double)",
-               I64: "tensor(int64)", I32: "tensor(int32)"}
+_TYPE_NAMES = {
+    F: "tensor(float)",
+    F16: "tensor(float16)",
+    D: "tensor(double)",
+    I64: "tensor(int64)",
+    I32: "tensor(int32)",
+}
 
 
 def element_types(rule: A.Rule, opset: int) -> list[int]:
@@ -58,8 +64,7 @@ def _cpu_kernel_types(domain: str, op: str, info: OpInfo | None) -> set[str] | N
     if info is None:
         return None
     formal = info.formal(0)
-    kernels = [k for k in cpu_table().by_op.get((domain, op), ())
-               if k.since <= info.since_version <= k.until]
+    kernels = [k for k in cpu_table().by_op.get((domain, op), ()) if k.since <= info.since_version <= k.until]
     if not kernels or formal not in info.type_constraints:
         return None
     found: set[str] = set()
@@ -89,8 +94,9 @@ def own_float_types(info: OpInfo | None, slot: int, main: int) -> list[int]:
     return [t for t in FLOATS if t != main and _TYPE_NAMES[t] in allowed]
 
 
-def unmentioned_attribute_values(info: OpInfo | None, alt: A.OpPattern, rank: int,
-                                 channels: int | None = None) -> dict[str, list]:
+def unmentioned_attribute_values(
+    info: OpInfo | None, alt: A.OpPattern, rank: int, channels: int | None = None
+) -> dict[str, list]:
     """For each attribute of the op the pattern does not mention, or mentions as ``_`` (any
     value: where a careless author's unchecked attribute ends up): values other than its
     default worth drawing (only attributes whose meaning is known here: a value the
@@ -102,14 +108,36 @@ def unmentioned_attribute_values(info: OpInfo | None, alt: A.OpPattern, rank: in
     spatial = max(rank - 2, 1)
     axes = list(range(rank))
     table = {
-        "strides": [[2] * spatial], "dilations": [[2] * spatial], "pads": [[1] * (2 * spatial)],
-        "ceil_mode": [1], "count_include_pad": [1], "alpha": [0.3, 2.0], "beta": [0.5, 2.0],
-        "epsilon": [0.1, 1.0], "momentum": [0.5], "keepdims": [0], "noop_with_empty_axes": [1],
-        "transA": [1], "transB": [1], "allowzero": [1], "approximate": ["tanh"],
-        "unidirectional": [1], "mask_filter_value": [-1.0], "fmod": [1], "select_last_index": [1],
-        "training_mode": [1], "spatial": [0], "seed": [3.0], "scale": [0.5], "min": [-0.5],
-        "max": [0.5], "axis": [a for a in (0, 1, -2) if -rank <= a < rank] if rank else [],
-        "stash_type": [0], "to": [TensorProto.DOUBLE], "saturate": [0], "largest": [0],
+        "strides": [[2] * spatial],
+        "dilations": [[2] * spatial],
+        "pads": [[1] * (2 * spatial)],
+        "ceil_mode": [1],
+        "count_include_pad": [1],
+        "alpha": [0.3, 2.0],
+        "beta": [0.5, 2.0],
+        "epsilon": [0.1, 1.0],
+        "momentum": [0.5],
+        "keepdims": [0],
+        "noop_with_empty_axes": [1],
+        "transA": [1],
+        "transB": [1],
+        "allowzero": [1],
+        "approximate": ["tanh"],
+        "unidirectional": [1],
+        "mask_filter_value": [-1.0],
+        "fmod": [1],
+        "select_last_index": [1],
+        "training_mode": [1],
+        "spatial": [0],
+        "seed": [3.0],
+        "scale": [0.5],
+        "min": [-0.5],
+        "max": [0.5],
+        "axis": [a for a in (0, 1, -2) if -rank <= a < rank] if rank else [],
+        "stash_type": [0],
+        "to": [TensorProto.DOUBLE],
+        "saturate": [0],
+        "largest": [0],
         "perm": [axes, axes[::-1], axes[1:] + axes[:1]] if rank >= 2 else [],
         "channels": [c for c in {channels, (channels or 0) - 4, (channels or 0) - 1} if c and c > 0],
     }
@@ -146,8 +174,14 @@ def mask_inputs(rule: A.Rule, constants: set[str]) -> set[str]:
     """Pattern values that act as masks: the branches of a Where, and the constants (of
     ``constants``, those the rule requires constant) added to a value a Softmax reads.  (The
     scores beside them are data: non-finite scores are not what a mask rule is about.)"""
-    softmax_reads = {arg.name for eq in rule.equations for alt in eq.alternatives
-                     if alt.op in ("Softmax", "LogSoftmax") for arg in alt.args if isinstance(arg, A.VarArg)}
+    softmax_reads = {
+        arg.name
+        for eq in rule.equations
+        for alt in eq.alternatives
+        if alt.op in ("Softmax", "LogSoftmax")
+        for arg in alt.args
+        if isinstance(arg, A.VarArg)
+    }
     found: set[str] = set()
     for eq in rule.equations:
         for alt in eq.alternatives:
@@ -173,9 +207,14 @@ def rank_hints(rule: A.Rule) -> dict[str, int]:
             left, right = expr.operands
             if isinstance(right, A.Call):
                 left, right = right, left
-            if isinstance(left, A.Call) and left.func == "rank" and len(left.args) == 1 \
-                    and isinstance(left.args[0], A.Name) and isinstance(right, A.Num) \
-                    and 0 <= right.value <= 6:  # (a rank no instance can have is no hint)
+            if (
+                isinstance(left, A.Call)
+                and left.func == "rank"
+                and len(left.args) == 1
+                and isinstance(left.args[0], A.Name)
+                and isinstance(right, A.Num)
+                and 0 <= right.value <= 6
+            ):  # (a rank no instance can have is no hint)
                 hints.setdefault(left.args[0].id, int(right.value))
     for eq in rule.equations:
         for alt in eq.alternatives:
