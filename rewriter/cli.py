@@ -12,9 +12,10 @@ import time
 import traceback
 import unicodedata
 from pathlib import Path
+from typing import NoReturn
 
 import click
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from .errors import ModelError, RewriterError, RuleError
@@ -51,7 +52,7 @@ def _say(line: str) -> None:
         pass
 
 
-def _fail(error: BaseException | str) -> None:
+def _fail(error: BaseException | str) -> NoReturn:
     """Any error a user can cause: one line on stderr, exit code 2."""
     _say(f"error: {error}")
     sys.exit(EXIT_USAGE)
@@ -299,9 +300,9 @@ def check(files: tuple[Path, ...]) -> None:
         errors = check_pack(pack)
         if errors:
             text = read_text(path)  # (read once already: it is a bounded regular file)
-            for error in errors:
-                error.snippet = snippet(text, error.line, error.column)
-                _say_error(error)
+            for problem in errors:
+                problem.snippet = snippet(text, problem.line, problem.column)
+                _say_error(problem)
             failed = True
         else:
             out.print(f"{path}: ok, pack '{pack.name}' level {pack.level}, {len(pack.rules)} rules", markup=False)
@@ -405,7 +406,7 @@ def verify(
         except OSError as error:  # the counterexample directory cannot be written
             _fail(f"{out_dir}: cannot write counterexamples: {error.strerror or error}")
     table = Table(title="verification", title_justify="left")
-    for column, justify in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("rule", "left"),
         ("draws", "right"),
         ("applied", "right"),
@@ -414,7 +415,8 @@ def verify(
         ("max rel error", "right"),
         ("seconds", "right"),
         ("verdict", "left"),
-    ):
+    )
+    for column, justify in columns:
         table.add_column(column, justify=justify, no_wrap=column == "rule")
     for v in report.verdicts:
         style = {"ok": "green", "FAIL": "bold red", "unverified": "yellow"}[v.verdict]

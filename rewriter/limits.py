@@ -15,7 +15,9 @@ sets it instead.  Only the command line sets it: the library never changes proce
 from __future__ import annotations
 
 import re
+from types import ModuleType
 
+resource: ModuleType | None  # absent where the platform has no process limits
 try:
     import resource
 except ImportError:  # pragma: no cover - not on this platform: no ceiling

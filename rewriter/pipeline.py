@@ -105,6 +105,7 @@ class Result:
     @property
     def model(self) -> ModelProto:
         if self._model is None:
+            assert self._state is not None  # (let go of only once the model is assembled)
             start = time.perf_counter()
             self._model = self._state.to_model()
             self._state = None  # (the view is no longer needed)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
 
 _TERMINATING = tuple(
     getattr(signal, name)
@@ -36,6 +37,10 @@ class Interrupted(BaseException):
 _deferring = 0
 _pending: list[int] = []
 
+# what ``signal.signal`` takes and gives back: a function, SIG_DFL / SIG_IGN, or None
+# (a handler installed from outside Python)
+_Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers | None
+
 
 def _raise(signum: int, frame) -> None:
     if _deferring:
@@ -54,7 +59,7 @@ def interruptible(sigint: bool = True) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous: dict[int, object] = {}
+    previous: dict[int, _Handler] = {}
     for signum in _TERMINATING:
         if signum == signal.SIGINT and not sigint:
             continue

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 import rewriter
-from rewriter.graph.view import subgraphs_of
+from rewriter.graph.subgraphs import subgraphs_of
 from rewriter.onnx_facts.placement import annotation_of, provider_of
 from rewriter.rewrite import apply as apply_module
 

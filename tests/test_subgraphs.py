@@ -179,7 +179,7 @@ def test_every_op_with_graph_attributes_is_looked_into():
     whose schema (any version) declares a graph attribute may be left out of that."""
     from onnx import AttributeProto
 
-    from rewriter.graph.view import may_have_subgraphs
+    from rewriter.graph.subgraphs import may_have_subgraphs
     from rewriter.onnx_facts.schemas import normalize_domain
 
     with_graphs = {

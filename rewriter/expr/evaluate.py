@@ -8,8 +8,8 @@ match with a reason instead of crashing the engine.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Container, Iterable
+from typing import Protocol, SupportsIndex, SupportsInt, runtime_checkable
 
 import numpy as np
 
@@ -85,6 +85,8 @@ def _contains(container: object, item: object) -> bool:
         item = item.tolist()
     if isinstance(container, list):
         budget.charge_elements(budget.list_elements(container), 8, "a search of a list")
+    if not isinstance(container, (Container, Iterable)):  # (what `in` itself would raise)
+        raise TypeError(f"argument of type '{type(container).__name__}' is not iterable")
     return item in container
 
 
@@ -115,21 +117,20 @@ def _as_array(items: list) -> np.ndarray:
 
 def _check_arith(op: str, left: object, right: object) -> None:
     """The size of what ``left op right`` makes, before it is made (see budget.py)."""
-    kl, kr = type(left), type(right)
-    if kl is int and kr is int:  # (bool is not int here: its arithmetic stays small)
+    if type(left) is int and type(right) is int:  # (bool is not int here: its arithmetic stays small)
         if op == "*":
             budget.check_int_bits(left.bit_length() + right.bit_length())
         elif op == "**" and right > 0:
             budget.check_int_bits(max(left.bit_length() - 1, 1) * right)
         return
-    if kl is float or kr is float:
+    if type(left) is float or type(right) is float:
         return
     if isinstance(left, (str, list)) or isinstance(right, (str, list)):
         if op == "%" and isinstance(left, str):
             raise EvalFailure("'%' does not format strings in rules")
         if op == "*":
             seq, count = (left, right) if isinstance(left, (str, list)) else (right, left)
-            if isinstance(count, (int, np.integer)) and not isinstance(count, bool):
+            if isinstance(seq, (str, list)) and isinstance(count, (int, np.integer)) and not isinstance(count, bool):
                 per = 4 if isinstance(seq, str) else budget.POINTER_BYTES
                 budget.charge(
                     max(int(count), 0) * len(seq) * per,
@@ -146,7 +147,7 @@ def _check_arith(op: str, left: object, right: object) -> None:
 _PLAIN_TYPES = frozenset({int, float, str, bool, list})
 
 
-def _compare(op: str, left: object, right: object) -> object:
+def _compare(op: str, left: object, right: object) -> bool:
     if type(left) in _PLAIN_TYPES and type(right) in _PLAIN_TYPES:  # no numpy involved
         if type(left) is list or type(right) is list:  # (comparing nested lists takes time)
             budget.charge_elements(budget.list_elements(left) + budget.list_elements(right), 8, "a comparison of lists")
@@ -301,6 +302,8 @@ def _compile_unary(op: str, operand: Compiled, pos: Position) -> Compiled:
                 budget.charge_elements(value.size, value.itemsize, "a negation")
         except OverBudget as err:
             raise _over(err, pos) from None
+        if not isinstance(value, _SupportsNeg):  # (what `-` itself would raise)
+            raise TypeError(f"bad operand type for unary -: '{type(value).__name__}'")
         return -value
 
     return negate
@@ -391,7 +394,11 @@ def _compile_index(expr: A.Index) -> Compiled:
 
         def slice_(env: Env) -> object:
             value = _indexable(env, obj(env))
-            return value[None if lower is None else int(lower(env)) : None if upper is None else int(upper(env))]
+            start = None if lower is None else _as_int(lower(env))
+            stop = None if upper is None else _as_int(upper(env))
+            if not isinstance(value, _Subscriptable):  # (what subscripting itself would raise)
+                raise TypeError(f"'{type(value).__name__}' object is not subscriptable")
+            return value[start:stop]
 
         return slice_
     index = _compile(expr.index)
@@ -412,7 +419,7 @@ def _compile_index(expr: A.Index) -> Compiled:
         value = _indexable(env, obj(env))
         i = materialize(env.graph, index(env))
         if isinstance(value, list):
-            return value[int(i)]
+            return value[_as_int(i)]
         value = np.asarray(value)
         if isinstance(i, np.ndarray) and i.ndim:  # picks rows: as many as it has entries
             try:
@@ -422,9 +429,37 @@ def _compile_index(expr: A.Index) -> Compiled:
                 budget.charge_elements(i.size * row, value.itemsize, "an indexed tensor")
             except OverBudget as err:
                 raise _over(err, pos) from None
-        return value[i if not isinstance(i, list) else tuple(i)]
+        key = i if not isinstance(i, list) else tuple(i)
+        if not (key is None or isinstance(key, (int, tuple, np.ndarray, slice, SupportsIndex))):
+            raise IndexError(_NOT_AN_INDEX)  # (what numpy itself would raise)
+        return value[key]
 
     return item
+
+
+_NOT_AN_INDEX = (
+    "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) "
+    "and integer or boolean arrays are valid indices"
+)
+
+
+@runtime_checkable
+class _SupportsNeg(Protocol):
+    def __neg__(self) -> object: ...
+
+
+@runtime_checkable
+class _Subscriptable(Protocol):
+    def __getitem__(self, key: slice, /) -> object: ...
+
+
+def _as_int(value: object) -> int:
+    """``int(value)``, for an evaluated value: raises what ``int()`` raises."""
+    if isinstance(value, (int, str, bytes, bytearray, SupportsInt, SupportsIndex)):
+        return int(value)
+    raise TypeError(
+        f"int() argument must be a string, a bytes-like object or a real number, not '{type(value).__name__}'"
+    )
 
 
 def _indexable(env: Env, value: object) -> object:

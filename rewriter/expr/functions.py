@@ -498,8 +498,8 @@ def _reduce(name: str, fn: Callable) -> None:
     _value_fn(name, 1, 2)(impl)
 
 
-for _name, _fn in (("sum", np.sum), ("prod", np.prod), ("mean", np.mean), ("all", np.all), ("any", np.any)):
-    _reduce(_name, _fn)
+for _name, _reducer in (("sum", np.sum), ("prod", np.prod), ("mean", np.mean), ("all", np.all), ("any", np.any)):
+    _reduce(_name, _reducer)
 
 
 @_value_fn("max", 1, None)

@@ -14,15 +14,29 @@ the match is refused.
 
 from __future__ import annotations
 
-import numpy as np
-from onnx import helper
+from typing import Protocol
 
-from .values import EvalFailure, GraphFacts
+import numpy as np
+from onnx import NodeProto, helper
+
+from .values import EvalFailure
+
+
+class ShapeFacts(Protocol):
+    """What ``shape_values`` asks of the graph: a part of ``GraphFacts`` (which a
+    ``GraphView`` implements), small enough for a types table to answer as well."""
+
+    def constant(self, value: str) -> np.ndarray | None: ...
+
+    def producer_node(self, value: str) -> NodeProto | None: ...
+
+    def shape(self, value: str) -> list[int | str | None] | None: ...
+
 
 _MAX_DEPTH = 16  # shape arithmetic is shallow; a deeper chain is not worth following
 
 
-def shape_values(graph: GraphFacts, value: str, depth: int = 0) -> list[int | str]:
+def shape_values(graph: ShapeFacts, value: str, depth: int = 0) -> list[int | str]:
     """The elements of the 1-D (or 0-D, then one entry) int tensor ``value`` as dims."""
     if depth > _MAX_DEPTH:
         raise EvalFailure(f"'{value}' is computed too deep to follow")
@@ -70,7 +84,7 @@ def shape_values(graph: GraphFacts, value: str, depth: int = 0) -> list[int | st
     raise EvalFailure(f"'{value}' comes from {node.op_type}, not shape arithmetic")
 
 
-def _where_equal(graph: GraphFacts, node, depth: int) -> list[int | str]:
+def _where_equal(graph: ShapeFacts, node, depth: int) -> list[int | str]:
     """``Where(Equal(s, k), t, s)`` with constant k and t: torch's expand(-1) idiom (a -1
     in the target keeps the dim).  A dim that is a name is a size, never equal to a
     negative k; an unknown one leaves the result unknown."""
@@ -95,14 +109,14 @@ def _where_equal(graph: GraphFacts, node, depth: int) -> list[int | str]:
     return out
 
 
-def _dims_of(graph: GraphFacts, value: str) -> list[int | str]:
+def _dims_of(graph: ShapeFacts, value: str) -> list[int | str]:
     shape = graph.shape(value)
     if shape is None:
         raise EvalFailure(f"the rank of '{value}' is unknown")
     return [d if d is not None else f"?{value}[{axis}]" for axis, d in enumerate(shape)]
 
 
-def _slice(graph: GraphFacts, node, source: list[int | str]) -> list[int | str]:
+def _slice(graph: ShapeFacts, node, source: list[int | str]) -> list[int | str]:
     bounds = [graph.constant(name) if name else None for name in list(node.input[1:]) + [""] * 4][:4]
     starts, ends, axes, steps = bounds
     if starts is None or ends is None or any(b is None for b, name in zip(bounds[2:], node.input[3:]) if name):

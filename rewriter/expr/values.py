@@ -62,12 +62,12 @@ class GraphFacts(Protocol):
 
 def materialize(graph: GraphFacts, value: object, what: str = "value") -> object:
     """Replace ``Ref``s (also inside lists) by their constant contents."""
-    kind = type(value)
-    if kind is list:  # shapes, attribute lists: usually plain numbers, returned as they are
+    if type(value) is list:  # shapes, attribute lists: usually plain numbers, returned as they are
         for item in value:
             if type(item) is Ref or type(item) is list:
                 return _materialize_list(graph, value, what, {})
         return value
+    kind = type(value)
     if kind is int or kind is float or kind is str or kind is bool:
         return value
     if isinstance(value, Ref):

@@ -24,8 +24,9 @@ from onnx import GraphProto, NodeProto, TensorProto, helper, numpy_helper
 
 from ..onnx_facts.schemas import normalize_domain
 from .proto_pool import ProtoPool
+from .subgraphs import has_subgraphs, may_have_subgraphs
 from .types import tensor_nbytes
-from .view import constant_node_value, has_subgraphs, may_have_subgraphs
+from .view import constant_node_value
 
 _STANDARD = ("", "ai.onnx")
 

@@ -17,6 +17,7 @@ from ..errors import ModelError
 from ..onnx_facts.schemas import find_schema, latest_opset, normalize_domain
 from .load_constants import take_constants
 from .proto_pool import ProtoPool
+from .subgraphs import has_subgraphs, outer_references, subgraphs_of
 from .tensor_data import all_graphs, element_count, graph_tensors, known_data_type, raw_bytes_needed
 from .types import (
     add_inferred_types,
@@ -27,7 +28,7 @@ from .types import (
     source_types,
     type_conflict,
 )
-from .view import GraphView, has_subgraphs, outer_references, subgraphs_of
+from .view import GraphView
 from .wire import ModelParts
 
 

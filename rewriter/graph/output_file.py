@@ -108,11 +108,16 @@ class Writing:
         self.handle = os.fdopen(fd, "wb")
         return self
 
-    def write(self, data) -> None:
-        self.handle.write(data)
+    def write(self, data: bytes) -> None:
+        self._open_handle().write(data)
 
     def tell(self) -> int:
-        return self.handle.tell()
+        return self._open_handle().tell()
+
+    def _open_handle(self) -> BinaryIO:
+        if self.handle is None:
+            raise ValueError("I/O operation on a finished or unopened output")
+        return self.handle
 
     def finish(self) -> None:
         """Flush and close the stream (a full disk shows here, before anything is renamed)."""

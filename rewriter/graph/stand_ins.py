@@ -13,7 +13,7 @@ unknown, as before.  The model itself is never changed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from onnx import AttributeProto, NodeProto, TensorProto, helper
 
@@ -67,7 +67,7 @@ def stand_ins(
     return None
 
 
-def _node(op: str, inputs: list[str], outputs: list[str], attrs: list[AttributeProto] = ()) -> NodeProto:
+def _node(op: str, inputs: list[str], outputs: list[str], attrs: Sequence[AttributeProto] = ()) -> NodeProto:
     node = helper.make_node(op, inputs, outputs)
     node.attribute.extend(attrs)
     return node

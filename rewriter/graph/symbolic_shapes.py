@@ -19,7 +19,7 @@ from functools import cached_property
 import numpy as np
 from onnx import NodeProto, TensorProto, TypeProto, helper, numpy_helper
 
-from ..expr.shape_values import shape_values
+from ..expr.shape_values import ShapeFacts, shape_values
 from ..expr.values import EvalFailure
 from .type_reading import shape_of
 
@@ -117,7 +117,7 @@ class _ModelFacts:
     def producer_node(self, value: str) -> NodeProto | None:
         return self.producers.get(value)
 
-    def shape(self, value: str):
+    def shape(self, value: str) -> list[int | str | None] | None:
         return shape_of(self.types.get(value))
 
 
@@ -163,7 +163,7 @@ def _target_dims(node: NodeProto, target: list, source: list, current: list | No
     return dims
 
 
-def _range_length(facts: _ModelFacts, node: NodeProto) -> object:
+def _range_length(facts: ShapeFacts, node: NodeProto) -> int | str | None:
     start, delta = facts.constant(node.input[0]), facts.constant(node.input[2]) if len(node.input) > 2 else None
     if (
         start is None
@@ -190,8 +190,9 @@ def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto |
     current = shape_of(types.get(out))
     if current is None or all(_is_known(d) for d in current) or types.get(out) is None:
         return None
-    shapes = [shape_of(types.get(i)) for i in node.input if i]
-    if any(sh is None for sh in shapes):
+    maybe_shapes = [shape_of(types.get(i)) for i in node.input if i]
+    shapes = [sh for sh in maybe_shapes if sh is not None]
+    if len(shapes) != len(maybe_shapes):
         return None
     dims = list(current)
     for axis in range(len(current)):
@@ -239,7 +240,7 @@ def resolved_types(
         ]
     if not candidates:
         return {}
-    facts = _ModelFacts(nodes, initializers, types) if view is None else view
+    facts: ShapeFacts = _ModelFacts(nodes, initializers, types) if view is None else view
     better: dict[str, TypeProto] = {}
     for node in candidates:
         if node.op_type not in _COMPUTED_SHAPES or len(node.input) < 2:

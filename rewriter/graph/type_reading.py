@@ -65,16 +65,16 @@ def shape_of(type_proto: TypeProto | None) -> list[int | str | None] | None:
     if type_proto is None:
         return None
     key = type_proto.SerializeToString()
-    dims = _SHAPES.get(key, _UNREAD)
-    if dims is _UNREAD:
+    try:
+        dims = _SHAPES[key]
+    except KeyError:
         if len(_SHAPES) >= _MAX_REMEMBERED:
             _SHAPES.clear()
         dims = _SHAPES[key] = _read_shape(type_proto)
     return None if dims is None else list(dims)
 
 
-_SHAPES: dict[bytes, tuple | None] = {}
-_UNREAD = object()
+_SHAPES: dict[bytes, tuple[int | str | None, ...] | None] = {}
 _MAX_REMEMBERED = 1 << 16
 
 

@@ -8,6 +8,7 @@ at a time, lazily, when a rule asks.
 from __future__ import annotations
 
 from functools import cache
+from typing import overload
 
 import numpy as np
 import onnx
@@ -198,6 +199,14 @@ def type_conflict(old: TypeProto | None, new: TypeProto | None, value: str) -> s
     return None
 
 
+@overload
+def merged_type(inferred: TypeProto, declared: TypeProto | None) -> TypeProto: ...
+
+
+@overload
+def merged_type(inferred: TypeProto | None, declared: TypeProto | None) -> TypeProto | None: ...
+
+
 def merged_type(inferred: TypeProto | None, declared: TypeProto | None) -> TypeProto | None:
     """A value's type: what inference found, with the dims (and element type) it left open
     taken from a declaration that agrees with it.  A declaration that contradicts inference
@@ -220,6 +229,8 @@ def merged_type(inferred: TypeProto | None, declared: TypeProto | None) -> TypeP
     elem = inferred.tensor_type.elem_type or declared.tensor_type.elem_type
     if inferred_shape is None:
         dims = declared_shape
+    elif declared_shape is None:  # (only the element type was open)
+        dims = inferred_shape
     else:
         dims = [d if i is None else i for i, d in zip(inferred_shape, declared_shape)]
     return helper.make_tensor_type_proto(elem, dims)

@@ -75,7 +75,8 @@ def _from_onnx(schema: onnx.defs.OpSchema) -> OpInfo:
     attributes = {}
     for name, attr in schema.attributes.items():
         default = attr.default_value if attr.default_value.type != AttributeProto.UNDEFINED else None
-        attributes[name] = (int(attr.type), default)
+        # onnx's stubs declare AttrType as a plain class; at runtime it is an int enum
+        attributes[name] = (int(attr.type), default)  # type: ignore[call-overload]
     domain = normalize_domain(schema.domain)
     variadic = onnx.defs.OpSchema.FormalParameterOption.Variadic
     return OpInfo(

@@ -82,8 +82,8 @@ class KernelTable:
         if cache is None:
             cache = view.pass_caches[_TYPE_STRINGS] = {}
         types, signature = view.types, [domain, op, view.opset(domain)]
-        for names in (inputs, outputs):
-            for name in names:
+        for side in (inputs, outputs):
+            for name in side:
                 if not name:
                     signature.append("")
                     continue

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from onnx import NodeProto
 
 from ..graph.model import ModelState
-from ..graph.view import has_subgraphs, subgraphs_of
+from ..graph.subgraphs import has_subgraphs, subgraphs_of
 from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY, get_metadata, set_metadata
 from ..onnx_facts.providers import CPU, provider_list, resolve_device, short_name
 from .kernels import KernelTable, kernel_table
@@ -86,15 +86,18 @@ def partition(
         if rule is None:
             continue
         decision = decisions[rule.text]
+        provider = decision.provider
+        if provider is None:  # (not among the rules matched: skipped above)
+            continue
         proto = view.node(node_id)
-        if tables[decision.provider].supports(view, proto):
-            assigned[node_id] = decision.provider
+        if tables[provider].supports(view, proto):
+            assigned[node_id] = provider
             decision.placed += 1
         else:
             decision.fell_back += 1
             report.warnings.append(
                 f"node '{proto.name or proto.op_type}' ({proto.op_type}) is annotated for "
-                f"{short_name(decision.provider)} by {rule.text}, which has no kernel for it; "
+                f"{short_name(provider)} by {rule.text}, which has no kernel for it; "
                 f"assigned by capability instead"
             )
     for provider in order:  # 2. first come, first served by priority

@@ -450,7 +450,7 @@ class Rewriter:
         dead_candidates: list[str] = []
         for node_id in deleted:
             dead_candidates.extend(i for i in view.inputs(node_id) if i)
-            view.remove_node(node_id)
+        view.remove_nodes(deleted)
         for tensor in build.initializers:
             view.add_initializer(tensor)
         for domain in build.domains:

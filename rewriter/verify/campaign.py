@@ -34,6 +34,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 import onnx
 from hypothesis import HealthCheck, given, reject, settings
@@ -105,6 +106,16 @@ def _fail_if(problem: str | None) -> None:
     # one raise site: hypothesis tells failures apart by where they are raised
     if problem is not None:
         raise VerificationFailure(problem)
+
+
+class _Options(TypedDict):
+    """``verify_rule``'s keyword arguments that every rule of a run shares."""
+
+    examples: int
+    seed: int
+    out: Path | str
+    shrink_attempts: int
+    budget_seconds: float
 
 
 def rule_seed(seed: int, pack: str, rule: str) -> int:
@@ -191,12 +202,13 @@ def verify_rule(
             result = optimize(instance.model, level=pack.level, rules=[single], bundled=False, providers="CPU")
             after = result.model
             applied = result.report.applied(rule.name) > 0
-            if not applied and sum(r.refused for r in result.report.rules):
-                why = why_not_applied(instance.model, single.rules[0])
-                if why.rule_fault:  # the engine saved this model; a dynamic one it could not
+            if not applied and sum(r.refused for r in result.report.rules) != 0:
+                why_not = why_not_applied(instance.model, single.rules[0])
+                if why_not.rule_fault:  # the engine saved this model; a dynamic one it could not
                     applied, after = True, None
                     problem = (
-                        f"the rule rewrites into something else: {why.removeprefix('the engine refused the match: ')} "
+                        "the rule rewrites into something else: "
+                        f"{why_not.removeprefix('the engine refused the match: ')} "
                         f"(the engine refused it here, where the shapes are known; with "
                         f"dynamic axes it could not)"
                     )
@@ -222,6 +234,7 @@ def verify_rule(
             reject()
         if problem is None:
             try:
+                assert after is not None  # (no problem: the engine ran and its model was kept)
                 onnx.checker.check_model(after, full_check=True)
                 # if onnxruntime kills the process running it, the parent finds this draw
                 write_artifacts(
@@ -398,7 +411,7 @@ def verify(
     missing = [w for w in wanted or () if not any(name == w for _, _, name in names)]
     if missing:
         raise RewriterError(f"no rule named '{missing[0]}' in {', '.join(p.file for p, _ in chosen)}")
-    options = dict(
+    options = _Options(
         examples=examples, seed=seed, out=out, shrink_attempts=shrink_attempts, budget_seconds=budget_seconds
     )
     report = VerifyReport([None] * len(names))  # type: ignore[list-item]
@@ -424,7 +437,7 @@ def verify(
 
 
 def _in_workers(
-    tasks: list, workers: int, options: dict, report: VerifyReport, on_rule: Callable[[RuleVerdict], None] | None
+    tasks: list, workers: int, options: _Options, report: VerifyReport, on_rule: Callable[[RuleVerdict], None] | None
 ) -> None:
     """Verify ``tasks`` in worker processes.  A worker that dies (onnxruntime crashing on a
     rewritten model) breaks the pool: the rules not finished are then verified one by one,

@@ -15,6 +15,7 @@ import numpy as np
 from hypothesis import strategies as st
 from onnx import TensorProto
 
+from ..onnx_facts.schemas import OpInfo
 from .choices import chance, permutation, pick
 
 F = TensorProto.FLOAT
@@ -47,20 +48,18 @@ class NodeContext:
     attrs: dict = field(default_factory=dict)
     main_shape: list[int] = field(default_factory=list)
     dtype: int = F
-    info: object = None  # the op's schema at the instance's opset (onnx_facts.schemas.OpInfo)
+    info: OpInfo | None = None  # the op's schema at the instance's opset
     inputs: list[str] = field(default_factory=list)  # pattern names of the node's inputs
     dim: Callable[[], int] = lambda: 2  # a dim size for the instance (see _Builder.dim)
     outputs: list[str] = field(default_factory=list)  # pattern names of the node's outputs
 
     def shape(self, slot: int) -> list[int] | None:
-        if slot < len(self.known) and self.known[slot] is not None:
-            return self.known[slot][1]
-        return None
+        known = self.known[slot] if slot < len(self.known) else None
+        return None if known is None else known[1]
 
     def type(self, slot: int) -> int | None:
-        if slot < len(self.known) and self.known[slot] is not None:
-            return self.known[slot][0]
-        return None
+        known = self.known[slot] if slot < len(self.known) else None
+        return None if known is None else known[0]
 
 
 BROADCASTING = frozenset(
@@ -119,9 +118,9 @@ def input_spec(draw: Draw, ctx: NodeContext, slot: int) -> Spec:
         other = next((s for s in (ctx.shape(i) for i in range(len(ctx.known))) if s is not None), None)
         return Spec(BOOL, broadcast_partner(draw, other) if other is not None else list(ctx.main_shape))
     if ctx.op in BROADCASTING and ctx.domain == "":
-        other = next((ctx.known[i] for i in range(len(ctx.known)) if i != slot and ctx.known[i]), None)
-        if other is not None:
-            return Spec(other[0], broadcast_partner(draw, other[1]))
+        partner = next((ctx.known[i] for i in range(len(ctx.known)) if i != slot and ctx.known[i]), None)
+        if partner is not None:
+            return Spec(partner[0], broadcast_partner(draw, partner[1]))
     return Spec(ctx.dtype, list(ctx.main_shape))
 
 
@@ -351,7 +350,7 @@ _HANDLERS: dict[tuple[str, str], Callable] = {
 
 def attribute_candidates(op: str, name: str, rank: int) -> list | None:
     """Values worth trying for a captured attribute (None: leave it at its default)."""
-    table = {
+    table: dict[str, list | None] = {
         "epsilon": [1e-5, 1e-3, 0.1, 1.0],
         "alpha": [1.0, 0.5, 2.0],
         "beta": [1.0, 0.5, 2.0],

@@ -12,7 +12,9 @@ validated by onnx's checker (with shape inference); an invalid draw raises ``Rej
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import numpy as np
 import onnx
@@ -22,6 +24,7 @@ from onnx import TensorProto, TypeProto, helper, numpy_helper, shape_inference
 from ..dsl import ast as A
 from ..expr.dtypes import DTYPES
 from ..expr.evaluate import evaluate
+from ..expr.values import EvalFailure, GraphFacts
 from ..onnx_facts.schemas import find_schema, latest_opset, normalize_domain
 from .choices import chance, permutation, pick
 from .compare import random_feeds, run_model
@@ -135,8 +138,10 @@ def _wanted_by_wheres(rule: A.Rule) -> tuple[set[str], set[str], float]:
     sharing = 0.5
     for where in rule.wheres:
         for conjunct in A.conjuncts(where.expr):
-            negated = isinstance(conjunct, A.Unary) and conjunct.op == "not"
-            inner = conjunct.operand if negated else conjunct
+            if isinstance(conjunct, A.Unary) and conjunct.op == "not":
+                negated, inner = True, conjunct.operand
+            else:
+                negated, inner = False, conjunct
             if isinstance(inner, A.Call) and inner.func in ("absent", "present"):
                 names = {a.id for a in inner.args if isinstance(a, A.Name)}
                 (absent if (inner.func == "absent") != negated else present).update(names)
@@ -211,15 +216,53 @@ def _order(rule: A.Rule) -> list[int]:
 def _const_value(expr: A.Expr) -> object:
 
     class _Empty:
-        graph = None
+        graph = _NO_GRAPH
 
-        def lookup(self, name):
+        def lookup(self, name: str) -> object:
             raise KeyError(name)
 
-        def node_attribute(self, var, attr):
+        def node_attribute(self, var: str, attr: str) -> object:
             raise KeyError(var)
 
     return evaluate(expr, _Empty())
+
+
+class _NoGraph:
+    """The graph of an expression evaluated on its own (``_const_value``): there is none,
+    so whatever asks about a value fails the evaluation."""
+
+    def _none(self, what: str) -> NoReturn:
+        raise EvalFailure(f"{what} is asked of a graph, and a constant expression has none")
+
+    def is_constant(self, value: str) -> bool:
+        self._none(f"'{value}'")
+
+    def constant(self, value: str) -> np.ndarray | None:
+        self._none(f"'{value}'")
+
+    def elem_type(self, value: str) -> int | None:
+        self._none(f"'{value}'")
+
+    def shape(self, value: str) -> list[int | str | None] | None:
+        self._none(f"'{value}'")
+
+    def consumer_count(self, value: str) -> int:
+        self._none(f"'{value}'")
+
+    def is_graph_output(self, value: str) -> bool:
+        self._none(f"'{value}'")
+
+    def opset(self, domain: str) -> int | None:
+        self._none(f"the opset of '{domain}'")
+
+    def op_type(self, value: str) -> str | None:
+        self._none(f"'{value}'")
+
+    def producer_node(self, value: str) -> onnx.NodeProto | None:
+        self._none(f"'{value}'")
+
+
+_NO_GRAPH: GraphFacts = _NoGraph()
 
 
 class _Builder:
@@ -388,6 +431,7 @@ class _Builder:
             graph_input = value_name
             if self.wrap_inputs:  # a prologue: the value is computed, not a graph input
                 graph_input = self.fresh(f"{value_name}_in")
+            declared: Sequence[int | str]
             if spec.dim_names is not None:
                 declared = [n if isinstance(n, str) else d for n, d in zip(spec.dim_names, spec.shape)]
             elif self.dynamic and self.unrelated_dims:  # nothing known of any dim
@@ -416,7 +460,7 @@ class _Builder:
     def free_input(self, name: str | None, ctx: NodeContext, slot: int) -> str:
         hint = self.hints.get(name) if name else None
         shape_of = self._shape_hint(hint)
-        if shape_of is not None:  # `example s = shape(x)`: computed at run time from x
+        if shape_of is not None and name:  # `example s = shape(x)`: computed at run time from x
             value = self.fresh(name)
             node = helper.make_node("Shape", [shape_of], [value], name=f"n{len(self.nodes)}")
             self.nodes.append(node)
@@ -426,18 +470,18 @@ class _Builder:
         if hint is not None and hint.value is not None and self.vary_hinted and self.chance(2, f"vary {name}"):
             self.hinted_varied()  # the hinted value replaced by one op knowledge draws
             hint = None
-        if hint is not None and hint.value is not None:
-            value = np.asarray(_const_value(hint.value))
-            if value.dtype == np.float64:
+        if hint is not None and hint.value is not None and name:  # (a hint is looked up for a name)
+            array = np.asarray(_const_value(hint.value))
+            if array.dtype == np.float64:
                 partner = ctx.type(0) if slot > 0 else None
-                value = value.astype(
+                array = array.astype(
                     helper.tensor_dtype_to_np_dtype(
                         partner if partner in FLOATS else ctx.dtype if ctx.dtype in FLOATS else TensorProto.FLOAT
                     )
                 )
-            elif value.dtype.kind in "iu":
-                value = value.astype(np.int64)
-            return self.add_value(name, Spec(0, list(value.shape), self._maybe_special(name, value)), True)
+            elif array.dtype.kind in "iu":
+                array = array.astype(np.int64)
+            return self.add_value(name, Spec(0, list(array.shape), self._maybe_special(name, array)), True)
         if hint is not None and hint.dims is not None:
             dtype = DTYPES[hint.dtype] if hint.dtype else ctx.dtype
             dims = self._dims(hint.dims)
@@ -456,13 +500,14 @@ class _Builder:
                 spec = dataclasses.replace(spec, shape=dims, dim_names=None)
         if ctx.op in ("Div", "Mod") and slot == 1 and not ctx.domain:
             spec = dataclasses.replace(spec, divisor=True)
-        own = own_float_types(ctx.info, slot, spec.dtype) if spec.value is None else []
+        info = ctx.info
+        own = own_float_types(info, slot, spec.dtype) if spec.value is None else []
         # inputs of one type parameter share the type (BatchNormalization's scale and B)
         sibling = next(
             (
                 known[0]
                 for i, known in enumerate(ctx.known)
-                if own and i != slot and known and ctx.info.formal(i) == ctx.info.formal(slot)
+                if own and info is not None and i != slot and known and info.formal(i) == info.formal(slot)
             ),
             None,
         )
@@ -477,9 +522,10 @@ class _Builder:
         else:
             constant = pick(self.draw, [False, False, False, True], label="as initializer")
         value = self.add_value(name or "any", spec, constant)
-        if not constant and ctx.op == "Gather" and slot == 1 and ctx.shape(0):
+        gathered = ctx.shape(0) if not constant and ctx.op == "Gather" and slot == 1 else None
+        if gathered:
             axis = int(ctx.attrs.get("axis", 0) or 0)
-            size = ctx.shape(0)[axis] if -len(ctx.shape(0)) <= axis < len(ctx.shape(0)) else 1
+            size = gathered[axis] if -len(gathered) <= axis < len(gathered) else 1
             self.input_ranges[self._graph_input(value)] = (-size, size)  # Gather reads negatives from the end
         return value
 
@@ -611,6 +657,8 @@ class _Builder:
                     value = pick(self.draw, options, label=f"attr {pattern.name}") if options else None
                 self.captures[expr.id] = value
             else:
+                if expr is None:  # `{name: _}`: nothing to evaluate
+                    continue
                 try:
                     value = _const_value(expr)
                 except Exception:

@@ -107,7 +107,7 @@ def unmentioned_attribute_values(
     mentioned = {a.name for a in alt.attrs if not a.any_value}
     spatial = max(rank - 2, 1)
     axes = list(range(rank))
-    table = {
+    table: dict[str, list] = {
         "strides": [[2] * spatial],
         "dilations": [[2] * spatial],
         "pads": [[1] * (2 * spatial)],
@@ -165,7 +165,8 @@ def _as_kind(value, kind: int):
 
 def special_values(dtype: int) -> list[float]:
     """Non-finite and extreme values of a float type (what masks hold)."""
-    np_type = np.dtype({F: np.float32, F16: np.float16, D: np.float64}.get(dtype, np.float32))
+    float_types: dict[int, type[np.floating]] = {F: np.float32, F16: np.float16, D: np.float64}
+    np_type = np.dtype(float_types.get(dtype, np.float32))
     info = np.finfo(np_type)
     return [float("-inf"), float("inf"), float("nan"), float(info.min), float(info.max)]
 
