@@ -31,10 +31,11 @@ from .graph.model_io import load_model
 from .graph.wire import ModelParts
 from .onnx_facts.placement import provider_of
 from .partition import PartitionReport, parse_layer_assignment, partition, provider_list
-from .partition.kernels import register_kernel_file
+from .partition.kernels import KernelTables
 from .passes.constant_folding import LARGE_INPUT
 from .resources import bundled_pack_paths
 from .rewrite.fixpoint import LevelRunner, Placement
+from .rewrite.options import RunOptions
 
 LEVEL_NAMES = {"required": 0, "basic": 1, "extended": 2, "layout": 3, "all": 4}
 LEVEL_LABELS = {0: "required", 1: "basic", 2: "extended", 3: "layout", 4: "level 4"}
@@ -225,8 +226,7 @@ def _optimize(
     start = time.perf_counter()
     level_number = parse_level(level)
     packs = _select_packs(level_number, rules, bundled)
-    for path in provider_kernels:
-        register_kernel_file(path)
+    kernels = KernelTables.from_files(provider_kernels)
     provider_order = provider_list(providers)
     parse_layer_assignment(layer_assignment)  # a bad setting fails before any work
     timings["load rules"] = time.perf_counter() - start
@@ -247,7 +247,7 @@ def _optimize(
             provider_order,
             layer_assignment,
             annotation_boundaries,
-            max_rewrites,
+            RunOptions.from_environment(max_rewrites, kernels),
             timings,
         )
     finally:
@@ -262,7 +262,7 @@ def _run_levels(
     provider_order: list[str],
     layer_assignment: str | None,
     annotation_boundaries: str,
-    max_rewrites: int | None,
+    options: RunOptions,
     timings: dict[str, float],
 ) -> Result:
     """Each level in order (partitioning between 1 and 2), then the report."""
@@ -272,15 +272,15 @@ def _run_levels(
     levels = sorted({p.level for p in packs})
     before = Placement(after_partition=False, respect_annotations=annotation_boundaries == "respect")
     for lvl in (lvl for lvl in levels if lvl <= 1):
-        _run_level(state, packs, lvl, before, max_rewrites, report, timings)
-    _optimize_functions(state, packs, before, max_rewrites, report, timings)
+        _run_level(state, packs, lvl, before, options, report, timings)
+    _optimize_functions(state, packs, before, options, report, timings)
     if level_number >= 2:
         start = time.perf_counter()
-        report.partition = partition(state, provider_order, layer_assignment)
-        _partition_subgraphs(state, provider_order, layer_assignment, report.partition)
+        report.partition = partition(state, provider_order, layer_assignment, options.kernels)
+        _partition_subgraphs(state, provider_order, layer_assignment, report.partition, options.kernels)
         timings["partition"] = time.perf_counter() - start
         for lvl in (lvl for lvl in levels if lvl >= 2):
-            _run_level(state, packs, lvl, Placement(after_partition=True), max_rewrites, report, timings)
+            _run_level(state, packs, lvl, Placement(after_partition=True), options, report, timings)
 
     nodes = state.view.nodes_in_order()
     report.nodes_after = len(nodes)
@@ -296,7 +296,7 @@ def _run_level(
     packs: list[Pack],
     lvl: int,
     placement: Placement,
-    max_rewrites: int | None,
+    options: RunOptions,
     report: Report,
     timings: dict[str, float],
     counts: dict[str, RuleCount] | None = None,
@@ -304,7 +304,7 @@ def _run_level(
     """Run one level on a graph, then on each of its subgraphs (recursively)."""
     level_packs = [p for p in packs if p.level == lvl]
     runner = LevelRunner(
-        state, level_packs, name=", ".join(p.name for p in level_packs), max_rewrites=max_rewrites, placement=placement
+        state, level_packs, name=", ".join(p.name for p in level_packs), placement=placement, options=options
     )
     stats = runner.run()
     timings["match"] = timings.get("match", 0.0) + stats.match_seconds
@@ -322,7 +322,7 @@ def _run_level(
     for name, count in stats.builtins.items():
         report.builtins[name] = report.builtins.get(name, 0) + count
     for sub in list(state.subgraph_states()):
-        _run_level(sub, packs, lvl, placement, max_rewrites, report, timings, counts)
+        _run_level(sub, packs, lvl, placement, options, report, timings, counts)
         sub.write_back()
 
 
@@ -330,7 +330,7 @@ def _optimize_functions(
     state: ModelState,
     packs: list[Pack],
     placement: Placement,
-    max_rewrites: int | None,
+    options: RunOptions,
     report: Report,
     timings: dict[str, float],
 ) -> None:
@@ -340,16 +340,18 @@ def _optimize_functions(
     for function in state.functions:
         fstate = FunctionState(state, function)
         for lvl in sorted({p.level for p in packs if p.level <= 1}):
-            _run_level(fstate, packs, lvl, placement, max_rewrites, report, timings, counts)
+            _run_level(fstate, packs, lvl, placement, options, report, timings, counts)
         fstate.write_back()
 
 
-def _partition_subgraphs(state, providers: list[str], layer_assignment: str | None, part: PartitionReport) -> None:
+def _partition_subgraphs(
+    state, providers: list[str], layer_assignment: str | None, part: PartitionReport, kernels: KernelTables
+) -> None:
     """Subgraph nodes are placed by the same rules (ONNX Runtime partitions them too)."""
     for sub in list(state.subgraph_states()):
-        inner = partition(sub, providers, layer_assignment)
+        inner = partition(sub, providers, layer_assignment, kernels)
         for provider, count in inner.counts.items():
             part.counts[provider] = part.counts.get(provider, 0) + count
         part.warnings.extend(inner.warnings)
-        _partition_subgraphs(sub, providers, layer_assignment, part)
+        _partition_subgraphs(sub, providers, layer_assignment, part, kernels)
         sub.write_back()

@@ -167,6 +167,17 @@ def test_a_registered_kernel_file_adds_a_provider(tmp_path):
     assert result.report.partition.counts == {"DmlExecutionProvider": 1, CPU: 1}
 
 
+def test_a_runs_kernel_files_do_not_outlive_the_run(tmp_path):
+    """provider_kernels belong to one optimize() call, not to the process."""
+    path = tmp_path / "openvino.kernels"
+    path.write_text("provider OpenVINOExecutionProvider\nai.onnx Relu 6+ T=float\n")
+    m = annotated(("a", "Relu", None))
+    first = rewriter.optimize(m, level="extended", providers="OpenVINO", provider_kernels=[path])
+    assert first.report.partition.counts == {"OpenVINOExecutionProvider": 1}
+    with pytest.raises(RewriterError, match="no kernel table for OpenVINOExecutionProvider"):
+        rewriter.optimize(m, level="extended", providers="OpenVINO")
+
+
 def test_unknown_provider_without_kernels_is_a_clear_error():
     with pytest.raises(RewriterError, match="no kernel table for OpenVINOExecutionProvider"):
         rewriter.optimize(annotated(("a", "Relu", None)), level="extended", providers="OpenVINO")

@@ -8,7 +8,8 @@ rewrite introduced).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Protocol
 
 import onnx
 from onnx import FunctionProto, GraphProto, ModelProto, TensorProto, ValueInfoProto, helper
@@ -186,6 +187,21 @@ def _check_node_schema(view: GraphView, node_id: int, opsets: dict[str, int]) ->
 
 def _label(proto: onnx.NodeProto) -> str:
     return f"node '{proto.name or proto.op_type}'"
+
+
+class GraphState(Protocol):
+    """What the engine drives, for the main graph, a subgraph or a function body alike: a
+    view to rewrite, domains to import, types to refresh after folding, nested graphs."""
+
+    view: GraphView
+    opsets: dict[str, int]
+    source: ModelProto  # the model as read (its functions, metadata, IR version)
+
+    def require_domain(self, domain: str, version: int = 1) -> None: ...
+
+    def refresh_types(self, if_incomplete_known: bool = False) -> int: ...
+
+    def subgraph_states(self) -> Iterator[SubgraphState]: ...
 
 
 class ModelState:
@@ -444,6 +460,10 @@ class SubgraphState:
         self.root.require_domain(domain, version)
         self.view.opsets = self.root.opsets
 
+    def refresh_types(self, if_incomplete_known: bool = False) -> int:
+        """Nothing to redo: a body's types are inferred node by node, lazily (``type_of``)."""
+        return 0
+
     def write_back(self) -> None:
         """Replace the subgraph's contents with the optimized graph, in place."""
         self.graph.CopyFrom(write_graph(self.graph, self.view))
@@ -482,6 +502,10 @@ class FunctionState:
             self.function.opset_import.append(helper.make_opsetid(domain, version))
         self.root.require_domain(domain, version)
 
+    def refresh_types(self, if_incomplete_known: bool = False) -> int:
+        """Nothing to redo: a function's types depend on its call site (see the class)."""
+        return 0
+
     def write_back(self) -> None:
         """Replace the function's nodes with the optimized ones (inputs/outputs kept).  A
         function has no initializers: constants (folded or computed by a rule) become
@@ -519,4 +543,4 @@ def op_histogram(model: ModelProto | Iterable[onnx.NodeProto]) -> dict[str, int]
     return dict(sorted(counts.items()))
 
 
-__all__ = ["ModelState", "count_nodes", "op_histogram", "onnx"]
+__all__ = ["FunctionState", "GraphState", "ModelState", "SubgraphState", "count_nodes", "op_histogram", "onnx"]

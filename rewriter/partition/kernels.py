@@ -14,6 +14,7 @@ a node).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -208,16 +209,42 @@ def parse_kernel_file(text: str, source: str = "<kernels>") -> KernelTable:
 _REGISTERED: dict[str, KernelTable] = {}
 
 
-def register_kernel_file(path: str | Path) -> str:
-    """Add (or replace) a provider's kernel table from a ``.kernels`` file; returns its name."""
+def read_kernel_file(path: str | Path) -> KernelTable:
+    """A provider's kernel table from a ``.kernels`` file (one clear error when unreadable)."""
     path = Path(path)
     try:
         text = read_text(path)
     except TextFileError as err:
         raise RewriterError(f"{path}: cannot read kernel file: {err}") from None
-    table = parse_kernel_file(text, str(path))
+    return parse_kernel_file(text, str(path))
+
+
+def register_kernel_file(path: str | Path) -> str:
+    """Add (or replace), for the whole process, a provider's kernel table from a ``.kernels``
+    file; returns its name.  ``optimize(provider_kernels=...)`` does not call this: a run's
+    own tables live in its ``KernelTables``."""
+    table = read_kernel_file(path)
     _REGISTERED[table.provider] = table
     return table.provider
+
+
+@dataclass(frozen=True)
+class KernelTables:
+    """The kernel tables one run looks providers up in: the tables given for the run, else
+    the process-wide ones (``kernel_table``).  A run's ``--provider-kernels`` files change
+    nothing for the next run in the same process."""
+
+    given: tuple[KernelTable, ...] = ()
+
+    @classmethod
+    def from_files(cls, paths: Iterable[str | Path]) -> KernelTables:
+        return cls(tuple(read_kernel_file(path) for path in paths))
+
+    def table(self, provider: str) -> KernelTable:
+        for table in reversed(self.given):  # (a later file for the same provider wins)
+            if table.provider == provider:
+                return table
+        return kernel_table(provider)
 
 
 def kernel_table(provider: str) -> KernelTable:

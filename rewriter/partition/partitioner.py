@@ -23,7 +23,7 @@ from ..graph.model import ModelState
 from ..graph.subgraphs import has_subgraphs, subgraphs_of
 from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY, get_metadata, set_metadata
 from ..onnx_facts.providers import CPU, provider_list, resolve_device, short_name
-from .kernels import KernelTable, kernel_table
+from .kernels import KernelTable, KernelTables
 from .layering import first_match, parse_layer_assignment
 
 
@@ -57,12 +57,16 @@ def _clear_annotation(node: NodeProto) -> None:
 
 
 def partition(
-    state: ModelState, providers: list[str] | str | None = None, layer_assignment: str | None = None
+    state: ModelState,
+    providers: list[str] | str | None = None,
+    layer_assignment: str | None = None,
+    kernels: KernelTables = KernelTables(),
 ) -> PartitionReport:
-    """Assign providers to the main graph's nodes (see the module docstring)."""
+    """Assign providers to the main graph's nodes (see the module docstring); ``kernels``:
+    where a provider's kernel table is looked up."""
     order = provider_list(providers)
     report = PartitionReport(order)
-    tables: dict[str, KernelTable] = {p: kernel_table(p) for p in order}
+    tables: dict[str, KernelTable] = {p: kernels.table(p) for p in order}
     rules = parse_layer_assignment(layer_assignment)
     decisions = {rule.text: LayerDecision(rule.text, resolve_device(rule.device, order)) for rule in rules}
     for decision in decisions.values():

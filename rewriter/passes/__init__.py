@@ -1,6 +1,6 @@
 """Built-in passes a pack can run beside its rules (``builtin NAME`` in a .rules file).
 
-They do what is not a pattern: whole-graph evaluation.  Each takes the ``ModelState`` and
+They do what is not a pattern: whole-graph evaluation.  Each takes the graph's state (``GraphState``) and
 the nodes changed since it last ran (None: look at the whole graph) and returns how many
 nodes it removed.
 """
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..graph.model import ModelState
+from ..graph.model import GraphState
 from .common_subexpressions import eliminate_common_subexpressions
 from .constant_folding import fold_constants
 
-BUILTINS: dict[str, Callable[[ModelState, list | None], int]] = {
+BUILTINS: dict[str, Callable[[GraphState, list | None], int]] = {
     "constant_folding": fold_constants,
     "common_subexpression_elimination": eliminate_common_subexpressions,
 }

@@ -14,7 +14,7 @@ nodes placed differently (another layering annotation or execution provider).
 from __future__ import annotations
 
 from ..graph.load_constants import contents_key
-from ..graph.model import ModelState
+from ..graph.model import GraphState
 from ..graph.view import GraphView, NodeId
 from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
 
@@ -127,7 +127,7 @@ def _merge(view: GraphView, duplicate: NodeId, first: NodeId) -> int:
     return view.remove_dead(outputs)
 
 
-def eliminate_common_subexpressions(state: ModelState, changed: list[NodeId] | None = None) -> int:
+def eliminate_common_subexpressions(state: GraphState, changed: list[NodeId] | None = None) -> int:
     """Merge duplicate constants and duplicate nodes; returns the number of nodes removed.
 
     With ``changed`` (nodes created or rewired since the last run) only those nodes are

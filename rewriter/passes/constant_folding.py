@@ -29,7 +29,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ..graph.load_constants import constant_node_tensor
-from ..graph.model import ModelState
+from ..graph.model import GraphState
 from ..graph.tensor_data import bits_per_element
 from ..graph.types import tensor_nbytes
 from ..graph.view import GraphView, NodeId
@@ -118,7 +118,7 @@ _BOUNDED_BY_INPUTS = frozenset(
 )
 
 
-def fold_constants(state: ModelState, changed: list[NodeId] | None = None) -> int:
+def fold_constants(state: GraphState, changed: list[NodeId] | None = None) -> int:
     """Fold what can be folded; returns the number of nodes removed.
 
     With ``changed`` (nodes created or rewired since the last run) only computations those
@@ -210,7 +210,7 @@ def _foldable_nodes(view: GraphView, changed: list[NodeId] | None = None) -> lis
     return view.topological_ids(chosen) if chosen else []
 
 
-def _run(state: ModelState, nodes: list[onnx.NodeProto], initializers: list[TensorProto]) -> dict[str, np.ndarray]:
+def _run(state: GraphState, nodes: list[onnx.NodeProto], initializers: list[TensorProto]) -> dict[str, np.ndarray]:
     """Run ``nodes`` on ``initializers`` in onnxruntime (optimizations off); {} on failure."""
     import onnxruntime as ort
 
@@ -292,7 +292,7 @@ def _plan(view: GraphView, node_ids: list[NodeId]) -> list[list[NodeId]]:
     return [b for b in batches if b]
 
 
-def _fold_computations(state: ModelState, changed: list[NodeId] | None) -> int:
+def _fold_computations(state: GraphState, changed: list[NodeId] | None) -> int:
     view = state.view
     node_ids = _foldable_nodes(view, changed)
     count = 0
@@ -308,7 +308,7 @@ def _fold_computations(state: ModelState, changed: list[NodeId] | None) -> int:
     return count
 
 
-def _fold_batch(state: ModelState, node_ids: list[NodeId]) -> int:
+def _fold_batch(state: GraphState, node_ids: list[NodeId]) -> int:
     """Evaluate ``node_ids`` (in topological order) in one session and replace each by
     initializers holding its outputs; returns how many were folded."""
     view = state.view

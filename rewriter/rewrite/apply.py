@@ -27,7 +27,7 @@ from onnx import AttributeProto, NodeProto, TensorProto, TypeProto, helper, nump
 from ..dsl import ast as A
 from ..expr.evaluate import evaluate_quietly  # the level runner sets numpy's errstate
 from ..expr.values import EvalFailure, Ref
-from ..graph.model import ModelState
+from ..graph.model import GraphState
 from ..graph.view import GraphView, NodeId
 from ..match.matcher import Match, attribute_with_default
 from ..onnx_facts.placement import copy_placement
@@ -156,11 +156,11 @@ _UNBOUND = object()
 
 
 class Rewriter:
-    """Applies matches to a ``ModelState``."""
+    """Applies matches to a graph's state (``GraphState``)."""
 
     def __init__(
         self,
-        state: ModelState,
+        state: GraphState,
         check_node: Callable[[NodeProto, NodeId, list[str], list[str]], str | None] | None = None,
     ) -> None:
         self.state = state

@@ -22,14 +22,14 @@ from ..dsl.ast import Pack
 from ..errors import FixpointError, GrowthError
 from ..expr.budget import end_attempts, start_attempt
 from ..expr.values import EvalFailure
-from ..graph.model import ModelState
+from ..graph.model import GraphState
 from ..graph.view import GraphView, NodeId
 from ..match.matcher import Matcher, RootDispatch
 from ..match.plan import CompiledRule, compile_rule
 from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
-from ..partition.kernels import kernel_table
 from ..passes import BUILTINS
 from .apply import Refused, Rewriter
+from .options import RunOptions
 
 MAX_ROUNDS = 16
 MAX_REFUSALS_PER_ROOT = 16
@@ -41,10 +41,6 @@ GROWTH = 4
 GROWTH_SLACK_UNITS = 10_000
 GROWTH_SLACK_BYTES = 256 << 20
 
-# Engine self-check for tests: after each level, check the view's NetworkX graph and indexes
-# against the node protos, then sweep the whole graph once more and fail if any rule still
-# applies or a built-in still finds work (the worklist missed a root).
-check_fixpoint = False
 
 
 @dataclass
@@ -90,11 +86,11 @@ class LevelRunner:
 
     def __init__(
         self,
-        state: ModelState,
+        state: GraphState,
         packs: Iterable[Pack],
         name: str,
-        max_rewrites: int | None = None,
         placement: Placement = Placement(),
+        options: RunOptions = RunOptions(),
     ) -> None:
         self.state = state
         self.packs = list(packs)
@@ -111,7 +107,9 @@ class LevelRunner:
         self.by_op: dict[tuple[str, str], RootDispatch] = {key: RootDispatch(rules) for key, rules in by_op.items()}
         self.revisit = _RevisitTrie(self.rules)
         self.builtins = list(dict.fromkeys(b for p in self.packs for b in p.builtins))
-        self.max_rewrites = max_rewrites
+        self.max_rewrites = options.max_rewrites
+        self.check_fixpoint = options.check_fixpoint
+        self.kernels = options.kernels
         self.stats = LevelStats()
 
     def run(self) -> LevelStats:
@@ -156,7 +154,7 @@ class LevelRunner:
                 self.stats.builtins[name] += removed
                 folded += removed
             self._check_growth(view)
-            if folded and hasattr(self.state, "refresh_types"):
+            if folded:
                 self.state.refresh_types()  # folding may have made shapes static
             self.stats.builtin_seconds += time.perf_counter() - start
             if round_index > 0 and folded == 0:
@@ -182,7 +180,7 @@ class LevelRunner:
             total += applied
             if not applied:
                 break
-        if check_fixpoint:
+        if self.check_fixpoint:
             view.check_consistency()
             self._check_fixpoint(view)
         return self.stats
@@ -284,7 +282,7 @@ class LevelRunner:
     def _kernel_check(self, node, root: NodeId, inputs: list[str], outputs: list[str]) -> str | None:
 
         provider = self.state.view.metadata(root).get(EXECUTION_PROVIDER_KEY)
-        if provider is None or kernel_table(provider).supports(self.state.view, node, names=(inputs, outputs)):
+        if provider is None or self.kernels.table(provider).supports(self.state.view, node, names=(inputs, outputs)):
             return None
         return f"{provider} has no kernel for {node.op_type} as built"
 
