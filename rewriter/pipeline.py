@@ -32,7 +32,7 @@ from .graph.wire import ModelParts
 from .onnx_facts.placement import provider_of
 from .partition import PartitionReport, parse_layer_assignment, partition, provider_list
 from .partition.kernels import KernelTables
-from .passes.constant_folding import LARGE_INPUT
+from .passes import load_hook
 from .resources import bundled_pack_paths
 from .rewrite.fixpoint import LevelRunner, Placement
 from .rewrite.options import RunOptions
@@ -233,9 +233,7 @@ def _optimize(
 
     source = _as_model(model_or_path)
     start = time.perf_counter()
-    folding = any("constant_folding" in p.builtins for p in packs if p.level <= 1)
-    sharing = any("common_subexpression_elimination" in p.builtins for p in packs if p.level <= 1)
-    state = ModelState(source, constants_on_load=LARGE_INPUT if folding else None, share_constants=sharing)
+    state = ModelState(source, on_load=load_hook(b for p in packs if p.level <= 1 for b in p.builtins))
     timings["build view"] = time.perf_counter() - start
     start_run(state.view.initializer_bytes)  # what the rules' expressions may make (expr/budget.py)
     try:
@@ -267,8 +265,8 @@ def _run_levels(
 ) -> Result:
     """Each level in order (partitioning between 1 and 2), then the report."""
     report = Report(nodes_before=len(source.graph.node), ops_before=op_histogram(source))
-    if state.removed_on_load:  # the folding built-in's first round, done while loading
-        report.builtins["constant_folding"] = state.removed_on_load
+    if state.removed_on_load:  # a built-in's first round, done while loading
+        report.builtins[state.counted_as] = state.removed_on_load
     levels = sorted({p.level for p in packs})
     before = Placement(after_partition=False, respect_annotations=annotation_boundaries == "respect")
     for lvl in (lvl for lvl in levels if lvl <= 1):

@@ -199,10 +199,11 @@ def _summary(state):
 
 def test_constants_taken_out_while_loading_give_the_graph_the_builtin_gives():
     from rewriter.graph.model import ModelState
-    from rewriter.passes.constant_folding import LARGE_INPUT, fold_constants
+    from rewriter.passes import load_hook
+    from rewriter.passes.constant_folding import fold_constants
 
     m = _constants_model()
-    loaded = ModelState(m, constants_on_load=LARGE_INPUT)
+    loaded = ModelState(m, on_load=load_hook(["constant_folding"]))
     # c, k, w1, w2, big1; not out_c (a graph output) nor b1 (b is also a graph input)
     assert loaded.removed_on_load == 5
     plain = ModelState(m)
@@ -213,8 +214,10 @@ def test_constants_taken_out_while_loading_give_the_graph_the_builtin_gives():
 
 def test_constants_taken_out_while_loading_respect_the_size_limit():
     from rewriter.graph.model import ModelState
+    from rewriter.passes.on_load import take_constants
 
-    loaded = ModelState(_constants_model(), constants_on_load=36)  # big: 48 bytes
+    big_is_48_bytes = ModelState(_constants_model(), on_load=lambda graph, pool: take_constants(graph, 36, pool))
+    loaded = big_is_48_bytes
     assert loaded.removed_on_load == 4
     assert ("Identity", ("big",), ("big1",)) in _summary(loaded)[0]
 
@@ -254,11 +257,12 @@ def _equal_constants_model():
 
 def test_equal_constants_shared_while_loading_give_the_graph_the_builtins_give():
     from rewriter.graph.model import ModelState
+    from rewriter.passes import load_hook
     from rewriter.passes.common_subexpressions import eliminate_common_subexpressions
-    from rewriter.passes.constant_folding import LARGE_INPUT, fold_constants
+    from rewriter.passes.constant_folding import fold_constants
 
     m = _equal_constants_model()
-    loaded = ModelState(m, constants_on_load=LARGE_INPUT, share_constants=True)
+    loaded = ModelState(m, on_load=load_hook(["constant_folding", "common_subexpression_elimination"]))
     plain = ModelState(m)
     fold_constants(plain, None)
     eliminate_common_subexpressions(plain, None)

@@ -16,7 +16,7 @@ from onnx import FunctionProto, GraphProto, ModelProto, TensorProto, ValueInfoPr
 
 from ..errors import ModelError
 from ..onnx_facts.schemas import find_schema, latest_opset, normalize_domain
-from .load_constants import take_constants
+from .loaded_constants import LoadHook
 from .proto_pool import ProtoPool
 from .subgraphs import has_subgraphs, outer_references, subgraphs_of
 from .tensor_data import all_graphs, element_count, graph_tensors, known_data_type, raw_bytes_needed
@@ -65,7 +65,7 @@ def _check_versions(model: ModelProto, opsets: dict[str, int]) -> None:
             )
 
 
-_FIELDS = {  # data type -> (typed field, values per element) when not in raw_data
+_FIELDS: dict[int, tuple[str, int]] = {  # data type -> (typed field, values per element) when not in raw_data
     TensorProto.FLOAT: ("float_data", 1),
     TensorProto.DOUBLE: ("double_data", 1),
     TensorProto.INT64: ("int64_data", 1),
@@ -207,10 +207,10 @@ class GraphState(Protocol):
 class ModelState:
     """The main graph as a ``GraphView`` plus the model-level fields needed to write it back."""
 
-    def __init__(self, model: ModelProto, constants_on_load: int | None = None, share_constants: bool = False) -> None:
-        """``constants_on_load``: take Constant nodes and Identity nodes of constants up to
-        that many bytes out while loading (see load_constants.py); None keeps them.  With
-        ``share_constants`` too, equal small constants are read as the first of them."""
+    def __init__(self, model: ModelProto, on_load: LoadHook | None = None) -> None:
+        """``on_load``: what the built-in passes do while the graph is loaded (take constant
+        nodes out, read equal constants as one; see passes/on_load.py); None loads the graph
+        as it is."""
         self.source = model
         self.opsets: dict[str, int] = {}
         for opset in model.opset_import:
@@ -220,12 +220,9 @@ class ModelState:
         _check_versions(model, self.opsets)
         _check_types(model)
         pool = ProtoPool()  # the view's messages, made together (see proto_pool.py)
-        loaded = (
-            None
-            if constants_on_load is None
-            else take_constants(model.graph, constants_on_load, pool, share_equal=share_constants)
-        )
+        loaded = None if on_load is None else on_load(model.graph, pool)
         self.removed_on_load = loaded.removed if loaded is not None else 0
+        self.counted_as = loaded.counted_as if loaded is not None else ""
         declared = declared_types(model)
         try:
             self.view = GraphView(

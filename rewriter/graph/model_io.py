@@ -216,7 +216,8 @@ def _data_file(target: OutputFile, location: str | None, protect: list[os.stat_r
 
 def _names_its_data(target: OutputFile, location: str) -> bool:
     """Whether the model being replaced keeps its external data in ``location``."""
-    if not target.exists or target.in_place or target.status.st_size > _OWNED_HEADER_LIMIT:
+    status = target.status  # (None exactly when the file does not exist)
+    if not target.exists or status is None or target.in_place or status.st_size > _OWNED_HEADER_LIMIT:
         return False
     try:
         old = onnx.load(str(target.destination), load_external_data=False)

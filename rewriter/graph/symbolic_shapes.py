@@ -21,7 +21,7 @@ from onnx import NodeProto, TensorProto, TypeProto, helper, numpy_helper
 
 from ..expr.shape_values import ShapeFacts, shape_values
 from ..expr.values import EvalFailure
-from .type_reading import shape_of
+from .type_reading import FRESH_DIM, fully_known, is_known_dim, known_dim_count, shape_of
 
 _ROUNDS = 3
 _BROADCASTING = {
@@ -45,13 +45,8 @@ _BROADCASTING = {
 }
 
 
-_FRESH = "unk__"  # how onnx's inference names a dim it cannot tell
-
-
-def _is_known(dim) -> bool:
-    """A number, or a name a user or exporter gave (not onnx's fresh ``unk__``, not a
-    ``dims()`` token for an unnamed dim)."""
-    return isinstance(dim, int) or (isinstance(dim, str) and not dim.startswith((_FRESH, "?")))
+_FRESH = FRESH_DIM
+_is_known = is_known_dim
 
 
 def is_incomplete(type_proto: TypeProto | None) -> bool:
@@ -292,15 +287,9 @@ def refine_computed_shapes(
         types.update(better)
         improved += len(better)
         # declare what is known for sure; a fresh unk__ name declared would stick
-        declared = [
-            helper.make_value_info(name, t)
-            for name, t in types.items()
-            if name in better or all(map(_is_known, shape_of(t) or [None]))
-        ]
+        declared = [helper.make_value_info(name, t) for name, t in types.items() if name in better or fully_known(t)]
         for name, new in infer(declared).items():
-            old = shape_of(types.get(name))
-            shape = shape_of(new)
-            if shape is not None and (old is None or sum(map(_is_known, shape)) > sum(map(_is_known, old))):
+            if known_dim_count(new) > known_dim_count(types.get(name)):
                 types[name] = new
                 improved += 1
     return improved

@@ -340,11 +340,14 @@ class Topology:
         """(node, input slot) pairs reading ``value``: the out-edges of its producer that
         carry it; subgraph reads have a str slot."""
         entry = self._producer.get(value)
-        source = entry[0] if entry is not None else _missing(value)
-        readers = self._succ.get(source)
+        if entry is None:
+            readers = self._succ.get(_missing(value))
+            return [(c, s) for c, keyed in readers.items() for s in keyed] if readers else []
+        source = entry[0]
+        readers = self._succ[source]
         if not readers:
             return []
-        if type(source) is int and len(self._nodes[source]["outputs"]) > 1:
+        if type(source) is int and len(self._nodes[source]["outputs"]) > 1:  # edges of other outputs too
             return [(c, s) for c, keyed in readers.items() for s, data in keyed.items() if data["value"] == value]
         return [(c, s) for c, keyed in readers.items() for s in keyed]
 
@@ -352,12 +355,18 @@ class Topology:
 
     def consumer_count(self, value: str) -> int:
         entry = self._producer.get(value)
-        source = entry[0] if entry is not None else _missing(value)
-        readers = self._succ.get(source)
+        if entry is None:
+            readers = self._succ.get(_missing(value))
+            return sum(map(len, readers.values())) if readers else 0
+        source = entry[0]
+        readers = self._succ[source]
         if not readers:
             return 0
         if type(source) is int and len(self._nodes[source]["outputs"]) > 1:
             return sum(data["value"] == value for keyed in readers.values() for data in keyed.values())
+        if len(readers) == 1:
+            for keyed in readers.values():
+                return len(keyed)
         return sum(map(len, readers.values()))
 
     def upstream(self, node_id: NodeId) -> Iterator[NodeId]:

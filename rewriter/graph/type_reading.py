@@ -64,17 +64,45 @@ def shape_of(type_proto: TypeProto | None) -> list[int | str | None] | None:
     (one call into protobuf) costs a tenth of reading its dims field by field."""
     if type_proto is None:
         return None
-    key = type_proto.SerializeToString()
-    try:
-        dims = _SHAPES[key]
-    except KeyError:
-        if len(_SHAPES) >= _MAX_REMEMBERED:
-            _SHAPES.clear()
-        dims = _SHAPES[key] = _read_shape(type_proto)
+    dims = _read(type_proto)[0]
     return None if dims is None else list(dims)
 
 
-_SHAPES: dict[bytes, tuple[int | str | None, ...] | None] = {}
+def known_dim_count(type_proto: TypeProto | None) -> int:
+    """How many dims of a tensor type are known (``is_known_dim``); -1 without a shape."""
+    return -1 if type_proto is None else _read(type_proto)[1]
+
+
+def fully_known(type_proto: TypeProto | None) -> bool:
+    """A shape whose every dim is known (a scalar's included)."""
+    if type_proto is None:
+        return False
+    dims, known = _read(type_proto)
+    return dims is not None and known == len(dims)
+
+
+FRESH_DIM = "unk__"  # how onnx's inference names a dim it cannot tell
+
+
+def is_known_dim(dim) -> bool:
+    """A number, or a name a user or exporter gave (not onnx's fresh ``unk__``, not a
+    ``dims()`` token for an unnamed dim)."""
+    return isinstance(dim, int) or (isinstance(dim, str) and not dim.startswith((FRESH_DIM, "?")))
+
+
+def _read(type_proto: TypeProto) -> tuple[tuple[int | str | None, ...] | None, int]:
+    key = type_proto.SerializeToString()
+    try:
+        return _SHAPES[key]
+    except KeyError:
+        if len(_SHAPES) >= _MAX_REMEMBERED:
+            _SHAPES.clear()
+        dims = _read_shape(type_proto)
+        found = _SHAPES[key] = (dims, -1 if dims is None else sum(map(is_known_dim, dims)))
+        return found
+
+
+_SHAPES: dict[bytes, tuple[tuple[int | str | None, ...] | None, int]] = {}
 _MAX_REMEMBERED = 1 << 16
 
 

@@ -51,7 +51,7 @@ class GraphView(Topology):
         pool: ProtoPool | None = None,
         hints: dict[str, TypeProto] | None = None,
     ) -> None:
-        """``constants`` (a ``load_constants.LoadedConstants``) names nodes to load as
+        """``constants`` (a ``loaded_constants.LoadedConstants``) names nodes to load as
         initializers or aliases instead.  ``pool``: where the view makes its node copies
         and types (see proto_pool.py; by default a pool of its own).  ``types`` are known
         types; ``hints`` what the model declares (value_info, outputs): used only where

@@ -11,20 +11,46 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import lru_cache
+from typing import Final, Literal
 
 import numpy as np
 
 from ..dsl import ast as A
 from ..expr.evaluate import EVAL_ERRORS, as_failure, truth
-from ..expr.values import EvalFailure, Ref
+from ..expr.values import EvalFailure, GraphFacts, Ref
 from ..graph.view import FUNCTION_ATTRIBUTE, GraphView, NodeId
 from ..onnx_facts.schemas import attribute_default
-from .plan import ANY, CAPTURE, FIXED, LITERAL, VAR, AltPlan, CompiledRule
+from .plan import (
+    ANY,
+    CAPTURE,
+    FIXED,
+    LITERAL,
+    REST,
+    VAR,
+    AltPlan,
+    CompiledRule,
+    NeighborCheck,
+    OpKey,
+    OutPlan,
+    RootCheck,
+    RootPlace,
+    Step,
+)
 
-_MISSING = object()
+
+class _Missing(Enum):
+    MISSING = 0
+
+
+_MISSING: Final = _Missing.MISSING  # (an enum member: `is _MISSING` narrows for mypy)
+
+# what a pattern value is bound to: a value of the graph, None (an absent optional
+# input or output), or the list of a *rest's values
+BoundValue = str | list[str] | None
 
 
 @dataclass
@@ -32,7 +58,7 @@ class Match:
     """One instance of a pattern: what every name denotes and which nodes were matched."""
 
     rule: CompiledRule
-    values: dict[str, object]  # tensor var -> value name | None | [names]
+    values: dict[str, BoundValue]  # tensor var -> value name | None | [names]
     scalars: dict[str, object]  # attribute captures and lets
     nodes: dict[int, NodeId]  # equation index -> graph node
     root: NodeId
@@ -60,15 +86,15 @@ class _State:
     __slots__ = ("graph", "view", "compiled", "values", "scalars", "nodes", "alternatives", "used", "trail")
 
     def __init__(self, view: GraphView, compiled: CompiledRule) -> None:
-        self.graph = view
+        self.graph: GraphFacts = view
         self.view = view
         self.compiled = compiled
-        self.values: dict[str, object] = {}
+        self.values: dict[str, BoundValue] = {}
         self.scalars: dict[str, object] = {}
         self.nodes: dict[int, NodeId] = {}
         self.alternatives: dict[int, AltPlan] = {}  # (entries of unbound equations are stale)
         self.used: set[NodeId] = set()
-        self.trail: list[tuple[int, object]] = []  # (_VALUE | _SCALAR | _NODE, key)
+        self.trail: list[_TrailEntry] = []
 
     # -- Env protocol
     def lookup(self, name: str) -> object:
@@ -77,7 +103,7 @@ class _State:
             return Ref(value)
         if value is _MISSING:
             return self.scalars[name]
-        if type(value) is list:
+        if isinstance(value, list):
             return [Ref(v) for v in value]
         return None if value is None else Ref(value)
 
@@ -95,15 +121,15 @@ class _State:
     def undo(self, mark: int) -> None:
         trail = self.trail
         while len(trail) > mark:
-            kind, key = trail.pop()
-            if kind == _VALUE:
-                del self.values[key]
-            elif kind == _SCALAR:
-                del self.scalars[key]
+            entry = trail.pop()
+            if entry[0] == _VALUE:
+                del self.values[entry[1]]
+            elif entry[0] == _SCALAR:
+                del self.scalars[entry[1]]
             else:
-                self.used.discard(self.nodes.pop(key))
+                self.used.discard(self.nodes.pop(entry[1]))
 
-    def unify_value(self, name: str, value: object) -> bool:
+    def unify_value(self, name: str, value: BoundValue) -> bool:
         current = self.values.get(name, _MISSING)
         if current is _MISSING:
             self.values[name] = value
@@ -126,7 +152,12 @@ class _State:
         self.trail.append((_NODE, eq_index))
 
 
-_VALUE, _SCALAR, _NODE = 0, 1, 2  # what a trail entry undoes
+# what a trail entry undoes: the binding of a value or a scalar (by name), of a node (by
+# equation index)
+_VALUE: Final = 0
+_SCALAR: Final = 1
+_NODE: Final = 2
+_TrailEntry = tuple[Literal[0], str] | tuple[Literal[1], str] | tuple[Literal[2], int]
 
 
 def attribute_with_default(view: GraphView, node_id: NodeId, name: str) -> object:
@@ -146,6 +177,11 @@ def values_equal(a: object, b: object) -> bool:
     if type(a) is list and type(b) is list and _plain_list(a) and _plain_list(b):
         return a == b  # ints and strings (perm, axes): no arrays needed
     if isinstance(a, float) or isinstance(b, float):
+        # (float() of any other value raises TypeError: not equal)
+        if not isinstance(a, (float, int, str, bytes, np.generic, np.ndarray)):
+            return False
+        if not isinstance(b, (float, int, str, bytes, np.generic, np.ndarray)):
+            return False
         try:
             return _isclose(float(a), float(b), rtol=1e-6, atol=0.0)
         except (TypeError, ValueError):
@@ -188,7 +224,8 @@ def literal_matches(array: np.ndarray | None, literal: A.Literal) -> bool:
 def _stored(value: float, dtype: np.dtype) -> np.generic:
     """A float literal as a constant of ``dtype`` stores it."""
     with np.errstate(all="ignore"):
-        return np.asarray(value).astype(dtype)[()]
+        # (numpy's stubs type `[()]` of a 0-d array as an array: it is a scalar)
+        return np.asarray(value).astype(dtype)[()]  # type: ignore[return-value]
 
 
 def _isclose(a: float, b: float, rtol: float, atol: float) -> bool:
@@ -221,17 +258,19 @@ class Neighborhood:
     def __init__(self, view: GraphView, root: NodeId) -> None:
         self.view = view
         self.root = root
-        self._producers: frozenset | None = None
-        self._scalars: list | None = None
-        self._consumers: dict[int, frozenset] = {}
+        self._producers: frozenset[OpKey | None] | None = None
+        self._scalars: list[np.ndarray | None] | None = None
+        self._consumers: dict[int, frozenset[OpKey]] = {}
 
-    def producers(self) -> frozenset:
+    def producers(self) -> frozenset[OpKey | None]:
+        """The op keys of the producers of the root's inputs (None: a graph input or a
+        constant)."""
         if self._producers is None:
             producer_key = self.view.producer_key
             self._producers = frozenset(producer_key(name) for name in self.view.inputs(self.root))
         return self._producers
 
-    def scalar_constants(self) -> list[np.ndarray]:
+    def scalar_constants(self) -> list[np.ndarray | None]:
         """The inputs that are one-element constants (all a literal can match)."""
         if self._scalars is None:
             view = self.view
@@ -242,7 +281,7 @@ class Neighborhood:
             ]
         return self._scalars
 
-    def consumers(self, slot: int) -> frozenset:
+    def consumers(self, slot: int) -> frozenset[OpKey]:
         found = self._consumers.get(slot)
         if found is None:
             outputs = self.view.outputs(self.root)
@@ -263,17 +302,19 @@ class _RootEnv:
 
     __slots__ = ("graph", "view", "node", "names")
 
-    def __init__(self, view: GraphView, node: NodeId, names: dict) -> None:
-        self.graph = self.view = view
+    def __init__(self, view: GraphView, node: NodeId, names: dict[str, RootPlace]) -> None:
+        self.graph: GraphFacts = view
+        self.view = view
         self.node = node
         self.names = names
 
     def lookup(self, name: str) -> object:
-        kind, where = self.names[name]  # (KeyError: not a name of the root's)
-        if kind == "attr":
-            return attribute_with_default(self.view, self.node, where)
-        values = self.view.inputs(self.node) if kind == "input" else self.view.outputs(self.node)
-        value = values[where] if where < len(values) else ""
+        place = self.names[name]  # (KeyError: not a name of the root's)
+        if place.kind == "attr":
+            return attribute_with_default(self.view, self.node, place.name)
+        values = self.view.inputs(self.node) if place.kind == "input" else self.view.outputs(self.node)
+        slot = place.slot
+        value = values[slot] if slot < len(values) else ""
         return Ref(value) if value else None
 
     def node_attribute(self, var: str, attr: str) -> object:
@@ -289,27 +330,29 @@ class RootDispatch:
     hold there — a decision shared by all of them — instead of every rule asking in turn
     (a MatMul is the root of seven rules, each wanting another consumer)."""
 
-    def __init__(self, rules) -> None:
+    def __init__(self, rules: Iterable[CompiledRule]) -> None:
         self.rules = tuple(rules)
-        pairs = []  # each rule with the root checks left to ask once its indexed one holds
+        # each rule with the root checks left to ask once its indexed one holds
+        pairs: list[tuple[CompiledRule, tuple[RootCheck, ...]]] = []
         self._always = 0  # bit set of the rules with no neighbour check
-        tables: dict[tuple[str, int], dict[tuple[str, str], int]] = {}
+        # (looked up with a producer's op key, None for a graph input or a constant)
+        tables: dict[tuple[str, int], dict[OpKey | None, int]] = {}
         for position, rule in enumerate(self.rules):
-            check = next((c for c in rule.root_checks if c[0] != "constant"), None)
+            check = next((c for c in rule.root_checks if isinstance(c, NeighborCheck)), None)
             pairs.append((rule, tuple(c for c in rule.root_checks if c is not check)))
             if check is None:
                 self._always |= 1 << position
                 continue
-            kind, slot, ops = check
-            table = tables.setdefault((kind, slot), {})
-            for op in ops:
+            table = tables.setdefault((check.kind, check.slot), {})
+            for op in check.ops:
                 table[op] = table.get(op, 0) | 1 << position
         self._pairs = tuple(pairs)
         # (kind, slot, op -> bit set of the rules needing that op there)
         self._index = [(kind, slot, table) for (kind, slot), table in tables.items()]
-        self._chosen: dict[int, tuple] = {}  # bit set -> those rules, in order
+        # bit set -> those rules, in order
+        self._chosen: dict[int, tuple[tuple[CompiledRule, tuple[RootCheck, ...]], ...]] = {}
 
-    def candidates(self, hood: Neighborhood) -> tuple:
+    def candidates(self, hood: Neighborhood) -> tuple[tuple[CompiledRule, tuple[RootCheck, ...]], ...]:
         """(rule, its other root checks, to be asked) for each rule whose indexed check
         holds at ``hood``'s node, in order."""
         bits = self._always
@@ -361,30 +404,34 @@ class Matcher:
         """What the root checks of rules ask about a node (read lazily, then kept)."""
         return Neighborhood(self.view, root)
 
-    def root_checks_hold(self, compiled: CompiledRule, hood: Neighborhood, checks: tuple | None = None) -> bool:
+    def root_checks_hold(
+        self, compiled: CompiledRule, hood: Neighborhood, checks: tuple[RootCheck, ...] | None = None
+    ) -> bool:
         """The rule's necessary conditions on the root's neighbours (see plan._root_checks;
         ``checks``: those of them still to ask), then its wheres on the root alone
         (``CompiledRule.root_wheres``)."""
-        for kind, slot, ops in compiled.root_checks if checks is None else checks:
-            if kind == "producer":
-                found = not ops.isdisjoint(hood.producers())
-            elif kind == "constant":  # (ops: the root's literals)
-                found = any(literal_matches(array, literal) for array in hood.scalar_constants() for literal in ops)
+        for check in compiled.root_checks if checks is None else checks:
+            if check.kind == "producer":
+                found = not check.ops.isdisjoint(hood.producers())
+            elif check.kind == "constant":
+                literals = check.literals
+                found = any(literal_matches(array, lit) for array in hood.scalar_constants() for lit in literals)
             else:
-                found = not ops.isdisjoint(hood.consumers(slot))
+                found = not check.ops.isdisjoint(hood.consumers(check.slot))
             if not found:
                 if self.record_failures:
-                    if kind == "constant":
-                        wanted = "constant " + " or ".join(f"{'~' if lit.approx else ''}{lit.value}" for lit in ops)
+                    if check.kind == "constant":
+                        shown = (f"{'~' if lit.approx else ''}{lit.value}" for lit in check.literals)
+                        wanted = "constant " + " or ".join(shown)
                     else:
-                        wanted = " or ".join(op for _, op in sorted(ops))
+                        wanted = " or ".join(op for _, op in sorted(check.ops))
                     self._fail(0, f"no {wanted} next to the root", None)
                 return False
         if compiled.root_wheres:
             env = _RootEnv(self.view, hood.root, compiled.root_names)
-            for check, label in compiled.root_wheres:
+            for where, label in compiled.root_wheres:
                 try:
-                    holds = truth(check(env))
+                    holds = truth(where(env))
                 except EVAL_ERRORS as err:
                     if self.record_failures:
                         self._fail(0, f"{label}: {as_failure(err)}", None, CONSTRAINTS)
@@ -417,14 +464,14 @@ class Matcher:
             return
         step = compiled.steps[step_index]
         view = self.view
-        via = step.via  # the candidate nodes: the root, a bound value's producer or its readers
-        if via == "root":
-            candidates: tuple | list = (root,)
+        link = step.link  # the candidate nodes: the root, a bound value's producer or its readers
+        if link is None:  # (the root step)
+            candidates: Sequence[NodeId] = (root,)
         else:
-            bound = state.values.get(step.link)
-            if bound is None or type(bound) is list:
+            bound = state.values.get(link)
+            if type(bound) is not str:  # (None or a list)
                 return
-            if via == "output":
+            if step.via == "output":
                 producer = view.producer(bound)
                 if producer is None:
                     return
@@ -449,11 +496,12 @@ class Matcher:
                 if self._match_outputs(step.outs, view.outputs(node_id), state) and self._match_attrs(
                     plan, node_id, state, step_index
                 ):
-                    inputs = view.inputs(node_id)
+                    inputs: Sequence[str] = view.inputs(node_id)
                     if inputs and not inputs[-1]:  # trailing absent optional inputs
-                        inputs = list(inputs)
-                        while inputs and not inputs[-1]:
-                            inputs.pop()
+                        present = list(inputs)
+                        while present and not present[-1]:
+                            present.pop()
+                        inputs = present
                     for order in self._input_orders(plan, inputs):
                         inner = state.mark()
                         if self._match_inputs(plan, order, state, step_index):
@@ -467,7 +515,7 @@ class Matcher:
                         state.undo(inner)
                 state.undo(mark)
 
-    def _constraints(self, compiled: CompiledRule, step, state: _State, depth: int) -> bool:
+    def _constraints(self, compiled: CompiledRule, step: Step, state: _State, depth: int) -> bool:
         # lets and wheres run compiled (see plan.Step.checks), without numpy's errstate
         # each time: the level runner sets it once (evaluate() does both per call)
         for name, check, label in step.checks:
@@ -486,7 +534,7 @@ class Matcher:
         return True
 
     # ----------------------------------------------------------------- one node
-    def _match_outputs(self, outs: tuple[tuple[int, str, bool], ...], outputs: tuple[str, ...], state: _State) -> bool:
+    def _match_outputs(self, outs: tuple[OutPlan, ...], outputs: tuple[str, ...], state: _State) -> bool:
         for slot, name, optional in outs:
             value = outputs[slot] if slot < len(outputs) else ""
             if not value:
@@ -529,7 +577,7 @@ class Matcher:
                 return False
         return True
 
-    def _input_orders(self, plan: AltPlan, inputs: list[str]):
+    def _input_orders(self, plan: AltPlan, inputs: Sequence[str]) -> Sequence[Sequence[str]]:
         """The operand orders to try: as given, then (commutative ops) the others."""
         if len(inputs) < 2 or not plan.reorderable:
             return (inputs,)
@@ -539,15 +587,15 @@ class Matcher:
             return [list(perm) for perm in itertools.permutations(inputs)]
         return (inputs,)
 
-    def _match_inputs(self, plan: AltPlan, inputs: list[str], state: _State, depth: int) -> bool:
+    def _match_inputs(self, plan: AltPlan, inputs: Sequence[str], state: _State, depth: int) -> bool:
         count = len(inputs)
         if count > plan.fixed and not plan.has_rest:
             if self.record_failures:
                 self._fail(depth, f"{plan.alt.op} has {count} inputs, pattern has {plan.fixed}", state, INPUTS)
             return False
-        for i, (kind, arg) in enumerate(plan.inputs):
+        for i, arg in enumerate(plan.inputs):
             value = inputs[i] if i < count and inputs[i] else None
-            if kind is VAR:
+            if arg.kind is VAR:
                 if value is None and not arg.optional:
                     if self.record_failures:
                         self._fail(depth, f"input {i} of {plan.alt.op} is missing", state, INPUTS)
@@ -556,10 +604,10 @@ class Matcher:
                     if self.record_failures:
                         self._fail(depth, f"'{arg.name}' is bound to another value", state, INPUTS)
                     return False
-            elif kind is ANY:
+            elif arg.kind is ANY:
                 if value is None:
                     return False
-            elif kind is LITERAL:
+            elif arg.kind is LITERAL:
                 if value is None or not literal_matches(self.view.constant(value), arg.literal):
                     if self.record_failures:
                         self._fail(
@@ -572,7 +620,7 @@ class Matcher:
                     return False
                 if arg.bind and not state.unify_value(arg.bind, value):
                     return False
-            else:  # *rest
+            elif arg.kind is REST:
                 if not state.unify_value(arg.name, list(inputs[i:])):
                     return False
         return True

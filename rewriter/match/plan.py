@@ -14,19 +14,68 @@ the root checks (``CompiledRule.root_wheres``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final, Literal, NamedTuple
 
 from ..dsl import ast as A
 from ..dsl.unparse import show
 from ..expr.dtypes import DTYPES
-from ..expr.evaluate import NOT_LITERAL, compile_expr, literal_value
+from ..expr.evaluate import NOT_LITERAL, Compiled, compile_expr, literal_value
 from ..expr.functions import CONSTANTS
 from ..onnx_facts.schemas import is_commutative, normalize_domain
 
-# how a pattern input is matched (see AltPlan.inputs)
-VAR, ANY, LITERAL, REST = "var", "any", "literal", "rest"
-_ARG_KINDS = {A.VarArg: VAR, A.AnyArg: ANY, A.LiteralArg: LITERAL, A.RestArg: REST}
+OpKey = tuple[str, str]  # (domain, op) of a node
+
+# how a pattern input is matched (see AltPlan.inputs): the tag of each input plan
+VAR: Final = "var"
+ANY: Final = "any"
+LITERAL: Final = "literal"
+REST: Final = "rest"
+
+
+class VarInput(NamedTuple):
+    """``x`` (``x?``: ``optional``, the slot may be absent): binds the input to ``name``."""
+
+    kind: Literal["var"]
+    name: str
+    optional: bool
+
+
+class AnyInput(NamedTuple):
+    """``_``: any value, not bound (the slot must be present)."""
+
+    kind: Literal["any"]
+
+
+class LiteralInput(NamedTuple):
+    """A one-element constant equal to ``literal``; ``0 as zero`` binds it to ``bind``."""
+
+    kind: Literal["literal"]
+    literal: A.Literal
+    bind: str | None
+
+
+class RestInput(NamedTuple):
+    """``*xs``: every remaining input, bound to ``name`` as a list."""
+
+    kind: Literal["rest"]
+    name: str
+
+
+InputPlan = VarInput | AnyInput | LiteralInput | RestInput
+
+
+def _input_plan(arg: A.PatternArg) -> InputPlan:
+    if isinstance(arg, A.VarArg):
+        return VarInput(VAR, arg.name, arg.optional)
+    if isinstance(arg, A.AnyArg):
+        return AnyInput(ANY)
+    if isinstance(arg, A.LiteralArg):
+        return LiteralInput(LITERAL, arg.literal, arg.bind)
+    if isinstance(arg, A.RestArg):
+        return RestInput(REST, arg.name)
+    raise TypeError(f"not a pattern input: {arg!r}")
+
 
 # how an attribute pattern is matched (see AltPlan.attrs): a name captures the attribute
 # unless it is bound already (a constant's name, float say, only when captured elsewhere);
@@ -35,16 +84,25 @@ _ARG_KINDS = {A.VarArg: VAR, A.AnyArg: ANY, A.LiteralArg: LITERAL, A.RestArg: RE
 CAPTURE, CONSTANT_NAME, FIXED, COMPUTED = 0, 1, 2, 3
 
 
-def _attr_plan(pattern: A.AttrPattern) -> tuple[str, int, str | None, object, Callable]:
-    """(attribute, how, the name it binds or None, the literal value or None, closure)."""
-    expr, compiled = pattern.value, compile_expr(pattern.value)
+class AttrPlan(NamedTuple):
+    """How one attribute pattern is matched."""
+
+    name: str  # the attribute
+    how: int  # CAPTURE, CONSTANT_NAME, FIXED or COMPUTED
+    bind: str | None  # the name it binds (a name pattern), else None
+    fixed: object  # the literal value (FIXED), else None
+    compiled: Compiled  # the pattern's expression
+
+
+def _attr_plan(name: str, expr: A.Expr) -> AttrPlan:
+    compiled = compile_expr(expr)
     if isinstance(expr, A.Name):
         constant = expr.id in DTYPES or expr.id in CONSTANTS
-        return pattern.name, CONSTANT_NAME if constant else CAPTURE, expr.id, None, compiled
+        return AttrPlan(name, CONSTANT_NAME if constant else CAPTURE, expr.id, None, compiled)
     value = literal_value(expr)
     if value is not NOT_LITERAL:
-        return pattern.name, FIXED, None, value, compiled
-    return pattern.name, COMPUTED, None, None, compiled
+        return AttrPlan(name, FIXED, None, value, compiled)
+    return AttrPlan(name, COMPUTED, None, None, compiled)
 
 
 @dataclass(frozen=True)
@@ -54,11 +112,11 @@ class AltPlan:
     whether operand orders are tried."""
 
     alt: A.OpPattern
-    inputs: tuple[tuple[str, object], ...]  # (kind, pattern arg) per pattern input
+    inputs: tuple[InputPlan, ...]  # per pattern input
     fixed: int  # inputs before a *rest
     has_rest: bool
     reorderable: bool  # a commutative op without *rest
-    attrs: tuple[tuple, ...]  # per attribute pattern, see _attr_plan
+    attrs: tuple[AttrPlan, ...]  # per attribute pattern but `_`
     # the attributes the pattern says something about (captured, required or `_`): a
     # deleted node's other attributes must be at their defaults (rewrite/accounting.py)
     mentioned: frozenset[str] = frozenset()
@@ -66,10 +124,10 @@ class AltPlan:
     @staticmethod
     def of(alt: A.OpPattern) -> AltPlan:
         has_rest = bool(alt.args) and isinstance(alt.args[-1], A.RestArg)
-        attrs = tuple(_attr_plan(pattern) for pattern in alt.attrs if not pattern.any_value)
+        attrs = tuple(_attr_plan(pattern.name, pattern.value) for pattern in alt.attrs if pattern.value is not None)
         return AltPlan(
             alt,
-            tuple((_ARG_KINDS[type(a)], a) for a in alt.args),
+            tuple(_input_plan(a) for a in alt.args),
             len(alt.args) - (1 if has_rest else 0),
             has_rest,
             is_commutative(alt.domain, alt.op) and not any(isinstance(a, A.RestArg) for a in alt.args),
@@ -78,36 +136,123 @@ class AltPlan:
         )
 
 
+Via = Literal["root", "output", "input"]
+
+
+class Reach(NamedTuple):
+    """How the search reaches a pattern node: the root is given; "output": the producer of
+    the bound value ``link``; "input": a reader of it.  ``link`` is None for the root alone."""
+
+    equation: int  # index into rule.equations
+    via: Via
+    link: str | None
+
+
+class Check(NamedTuple):
+    """A let or a where of a step, compiled."""
+
+    let: str | None  # the let's name; None for a where
+    compiled: Compiled
+    label: str  # what a reason calls it
+
+
+class OutPlan(NamedTuple):
+    """A named output of a pattern node."""
+
+    slot: int
+    name: str
+    optional: bool  # `y?`: absent is allowed (bound to None)
+
+
 @dataclass(frozen=True)
 class Step:
     equation: int  # index into rule.equations
-    via: str  # "root" | "output" | "input"
-    link: str | None  # the bound variable the node is reached through
+    via: Via
+    link: str | None  # the bound variable the node is reached through (None: the root step)
     lets: tuple[int, ...]  # rule.lets to evaluate after this step
     wheres: tuple[int, ...]  # rule.wheres to check after this step
-    # the same, compiled, in order: (let name or None for a where, closure, label for reasons)
-    checks: tuple[tuple[str | None, Callable, int], ...] = ()
-    # the equation's named outputs (slot, name, optional) and its alternatives by the
-    # (domain, op) a node must have for them
-    outs: tuple[tuple[int, str, bool], ...] = ()
-    alternatives: dict = dataclasses.field(default_factory=dict)
+    # the same, compiled, in the order they run
+    checks: tuple[Check, ...] = ()
+    # the equation's named outputs and its alternatives by the (domain, op) a node must
+    # have for them
+    outs: tuple[OutPlan, ...] = ()
+    alternatives: dict[OpKey, tuple[AltPlan, ...]] = dataclasses.field(default_factory=dict)
+
+
+class NeighborCheck(NamedTuple):
+    """Some input of the root is produced by one of ``ops`` ("producer", ``slot`` -1), or
+    some consumer of the root's ``slot``-th output is one of ``ops`` ("consumer")."""
+
+    kind: Literal["producer", "consumer"]
+    slot: int
+    ops: frozenset[OpKey]
+
+
+class ConstantCheck(NamedTuple):
+    """Some input of the root is a one-element constant equal to one of ``literals``."""
+
+    kind: Literal["constant"]
+    slot: int  # -1: any input
+    literals: tuple[A.Literal, ...]
+
+
+RootCheck = NeighborCheck | ConstantCheck
+
+
+class RootSlot(NamedTuple):
+    """A name the root equation binds, read off the root's ``slot``-th input or output."""
+
+    kind: Literal["input", "output"]
+    slot: int
+
+
+class RootAttr(NamedTuple):
+    """A name the root equation binds, read off the root's attribute ``name``."""
+
+    kind: Literal["attr"]
+    name: str
+
+
+RootPlace = RootSlot | RootAttr
+
+
+class RootWhere(NamedTuple):
+    """A where on the root alone, compiled."""
+
+    compiled: Compiled
+    label: str  # what a reason calls it
+
+
+class RevisitMove(NamedTuple):
+    """One move of a revisit walk and the op keys of the node it reaches."""
+
+    move: str  # "up", "down" or "sibling"
+    ops: frozenset[OpKey]
+
+
+class RevisitWalk(NamedTuple):
+    """From a pattern node back to the root: the op keys the starting node must have, then
+    each move (see ``_revisit_paths``)."""
+
+    start: frozenset[OpKey]
+    moves: tuple[RevisitMove, ...]
 
 
 @dataclass(frozen=True)
 class CompiledRule:
     rule: A.Rule
     steps: tuple[Step, ...]
-    root_ops: tuple[tuple[str, str], ...]
+    root_ops: tuple[OpKey, ...]
     tensor_vars: frozenset[str]
-    produced_by: dict  # tensor var -> equation index producing it
+    produced_by: dict[str, int]  # tensor var -> equation index producing it
     replaced: frozenset[str]  # pattern values the replacement redefines
-    revisit_paths: tuple[tuple, ...]  # per pattern node: the walk back to the root, see below
-    root_checks: tuple[tuple[str, int, frozenset], ...]  # cheap necessary conditions, see below
+    revisit_paths: tuple[RevisitWalk, ...]  # per pattern node: the walk back to the root, see below
+    root_checks: tuple[RootCheck, ...]  # cheap necessary conditions, see below
     # wheres that read only the root's own inputs, outputs and attributes, checked with
-    # the root checks (not again in the search): name -> ("input" | "output" | "attr",
-    # slot or attribute name), and (closure, label for reasons) per where
-    root_names: dict = dataclasses.field(default_factory=dict)
-    root_wheres: tuple[tuple[Callable, int], ...] = ()
+    # the root checks (not again in the search): where each name is read on the root, and
+    # the wheres
+    root_names: dict[str, RootPlace] = dataclasses.field(default_factory=dict)
+    root_wheres: tuple[RootWhere, ...] = ()
     # equations whose node's attributes the replacement copies (`{...c}`): all accounted for
     spread: frozenset[int] = frozenset()
 
@@ -145,23 +290,23 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
     reads = [_equation_names(eq)[0] for eq in equations]
     binds = [_equation_names(eq)[1] for eq in equations]
 
-    order: list[tuple[int, str, str | None]] = [(root_index, "root", None)]
+    order: list[Reach] = [Reach(root_index, "root", None)]
     bound: set[str] = set(binds[root_index])
     outputs: set[str] = set(equations[root_index].out_names)  # of matched nodes
     remaining = set(range(len(equations))) - {root_index}
     while remaining:
-        chosen = None
+        chosen: Reach | None = None
         for i in sorted(remaining):  # producer of a bound value: one candidate
             link = next((o for o in equations[i].out_names if o in bound), None)
             if link is not None:
-                chosen = (i, "output", link)
+                chosen = Reach(i, "output", link)
                 break
         if chosen is None:  # consumer of a matched node's output, else of a bound input
-            chosen = min(
+            nearest = min(
                 ((0 if v in outputs else 1, i, v) for i in remaining for v in reads[i] if v in bound), default=None
             )
-            if chosen is not None:
-                chosen = (chosen[1], "input", chosen[2])
+            if nearest is not None:
+                chosen = Reach(nearest[1], "input", nearest[2])
         if chosen is None:  # disconnected; the checker reports it, refuse to plan
             raise ValueError(f"rule {rule.name}: pattern is not connected")
         order.append(chosen)
@@ -199,13 +344,13 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
     if hoisted:
         wheres_at[0] = [wi for wi in wheres_at[0] if wi not in hoisted]
 
-    def checks(k: int) -> tuple:
+    def checks(k: int) -> tuple[Check, ...]:
         # the wheres that need none of this step's lets run first (a let may trace a shape;
         # `where not const(s)` rejects at once), then the others; each let runs just before
         # the first check that needs it, the rest at the end.  Every check must hold for a
         # match, so the order changes no result, only how soon a failing one is reached.
         local = {rule.lets[li].name: li for li in lets_at.get(k, ())}
-        ordered: list[tuple] = []
+        ordered: list[Check] = []
         done: set[int] = set()
 
         def let_needed(li: int) -> None:
@@ -213,23 +358,23 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
                 return
             done.add(li)
             let = rule.lets[li]
-            for name in sorted(A.names_read(let.expr) & local.keys(), key=local.get):
+            for name in sorted(A.names_read(let.expr) & local.keys(), key=local.__getitem__):
                 if local[name] < li:  # an earlier let it reads
                     let_needed(local[name])
-            ordered.append((let.name, compile_expr(let.expr), f"let {let.name} (line {let.pos.line})"))
+            ordered.append(Check(let.name, compile_expr(let.expr), f"let {let.name} (line {let.pos.line})"))
 
         wheres = wheres_at.get(k, ())
         needs = {wi: A.names_read(rule.wheres[wi].expr) & local.keys() for wi in wheres}
         for wi in sorted(wheres, key=lambda wi: (bool(needs[wi]), wi)):
-            for name in sorted(needs[wi], key=local.get):
+            for name in sorted(needs[wi], key=local.__getitem__):
                 let_needed(local[name])
-            ordered.append((None, compile_expr(rule.wheres[wi].expr), _where_label(rule.wheres[wi])))
+            ordered.append(Check(None, compile_expr(rule.wheres[wi].expr), _where_label(rule.wheres[wi])))
         for li in lets_at.get(k, ()):
             let_needed(li)
         return tuple(ordered)
 
-    def alternatives(eq: A.Equation) -> dict:
-        by_key: dict[tuple[str, str], list[AltPlan]] = {}
+    def alternatives(eq: A.Equation) -> dict[OpKey, tuple[AltPlan, ...]]:
+        by_key: dict[OpKey, list[AltPlan]] = {}
         for alt in eq.alternatives:
             by_key.setdefault((alt.domain, alt.op), []).append(AltPlan.of(alt))
         return {key: tuple(plans) for key, plans in by_key.items()}
@@ -242,7 +387,7 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
             tuple(lets_at.get(k, ())),
             tuple(wheres_at.get(k, ())),
             checks(k),
-            tuple((slot, o.name, o.optional) for slot, o in enumerate(equations[eq].outs) if o.name is not None),
+            tuple(OutPlan(slot, o.name, o.optional) for slot, o in enumerate(equations[eq].outs) if o.name is not None),
             alternatives(equations[eq]),
         )
         for k, (eq, via, link) in enumerate(order)
@@ -262,7 +407,7 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
         _revisit_paths(order, equations, binds),
         _root_checks(order, equations, root_index),
         root_names or {},
-        tuple((compile_expr(rule.wheres[wi].expr), _where_label(rule.wheres[wi])) for wi in hoisted),
+        tuple(RootWhere(compile_expr(rule.wheres[wi].expr), _where_label(rule.wheres[wi])) for wi in hoisted),
         frozenset(produced_by[v] for v in A.spread_names(rule) if v in produced_by),
     )
 
@@ -272,7 +417,7 @@ def _where_label(where: A.Where) -> str:
     return f"where `{show(where.expr)}` (line {where.pos.line})"
 
 
-def _root_names(root: A.Equation) -> dict[str, tuple[str, object]] | None:
+def _root_names(root: A.Equation) -> dict[str, RootPlace] | None:
     """Where each name the root equation binds is read on the root node itself: ("input",
     slot), ("output", slot) or ("attr", attribute name).  None when that is not fixed: more
     than one alternative, operand orders tried, a *rest, or a name bound twice (then the
@@ -282,14 +427,14 @@ def _root_names(root: A.Equation) -> dict[str, tuple[str, object]] | None:
     alt = root.alternatives[0]
     if AltPlan.of(alt).reorderable or any(isinstance(a, A.RestArg) for a in alt.args):
         return None
-    places: list[tuple[str, tuple[str, object]]] = []
+    places: list[tuple[str, RootPlace]] = []
     for slot, arg in enumerate(alt.args):
         name = arg.name if isinstance(arg, A.VarArg) else arg.bind if isinstance(arg, A.LiteralArg) else None
         if name is not None:
-            places.append((name, ("input", slot)))
-    places += [(out.name, ("output", slot)) for slot, out in enumerate(root.outs) if out.name is not None]
+            places.append((name, RootSlot("input", slot)))
+    places += [(out.name, RootSlot("output", slot)) for slot, out in enumerate(root.outs) if out.name is not None]
     places += [
-        (attr.value.id, ("attr", attr.name))
+        (attr.value.id, RootAttr("attr", attr.name))
         for attr in alt.attrs
         if isinstance(attr.value, A.Name) and attr.value.id not in DTYPES and attr.value.id not in CONSTANTS
     ]
@@ -297,9 +442,7 @@ def _root_names(root: A.Equation) -> dict[str, tuple[str, object]] | None:
     return names if len(names) == len(places) else None
 
 
-def _root_checks(
-    order: list[tuple[int, str, str | None]], equations: tuple[A.Equation, ...], root: int
-) -> tuple[tuple[str, int, frozenset], ...]:
+def _root_checks(order: list[Reach], equations: tuple[A.Equation, ...], root: int) -> tuple[RootCheck, ...]:
     """Necessary conditions on the root's neighbours, checked before any search starts.
 
     For each pattern node linked directly to the root: ("producer", -1, ops) — some input
@@ -312,10 +455,10 @@ def _root_checks(
     root_inputs = {
         arg.name for alt in root_eq.alternatives for arg in alt.args if isinstance(arg, A.VarArg) and not arg.optional
     }
-    checks = []
+    checks: list[RootCheck] = []
     if all(any(isinstance(g, A.LiteralArg) for g in alt.args) for alt in root_eq.alternatives):
         literals = tuple(g.literal for alt in root_eq.alternatives for g in alt.args if isinstance(g, A.LiteralArg))
-        checks.append(("constant", -1, literals))
+        checks.append(ConstantCheck("constant", -1, literals))
     for eq_index, via, link in order[1:]:
         ops = frozenset((normalize_domain(a.domain), a.op) for a in equations[eq_index].alternatives)
         if (
@@ -323,9 +466,9 @@ def _root_checks(
             and link in root_inputs
             and all(any(isinstance(g, A.VarArg) and g.name == link for g in alt.args) for alt in root_eq.alternatives)
         ):
-            checks.append(("producer", -1, ops))
+            checks.append(NeighborCheck("producer", -1, ops))
         elif via == "input" and link in root_eq.out_names:
-            checks.append(("consumer", root_eq.out_names.index(link), ops))
+            checks.append(NeighborCheck("consumer", root_eq.out_names.index(link), ops))
     return tuple(checks)
 
 
@@ -333,20 +476,20 @@ _INVERSE = {"up": "down", "down": "up", "sibling": "sibling"}
 
 
 def _revisit_paths(
-    order: list[tuple[int, str, str | None]], equations: tuple[A.Equation, ...], binds: list[set[str]]
-) -> tuple[tuple, ...]:
+    order: list[Reach], equations: tuple[A.Equation, ...], binds: list[set[str]]
+) -> tuple[RevisitWalk, ...]:
     """For each pattern node, the walk that leads from it back to the root.
 
     The plan reaches every pattern node from the root by moves between graph nodes: "up"
     (to the producer of an input), "down" (to a consumer of an output) or "sibling" (to
     another consumer of an input).  Reversed and inverted, those moves lead from a changed
     node to exactly the roots whose match could contain it, which is all the fixpoint
-    needs to revisit after a rewrite.  A walk is ``(ops, (move, ops), ...)``: the op keys
-    the starting node must have, then each move and the op keys of the node it reaches."""
+    needs to revisit after a rewrite.  A walk (``RevisitWalk``) has the op keys the starting
+    node must have, then each move and the op keys of the node it reaches."""
     binder: dict[str, tuple[int, bool]] = {}  # name -> (equation, bound as its output)
     chain: dict[int, tuple[tuple[str, int], ...]] = {}  # equation -> ((move, from eq), ...)
     for eq_index, via, link in order:
-        if via == "root":
+        if link is None:  # the root
             chain[eq_index] = ()
         else:
             source, as_output = binder[link]
@@ -356,16 +499,13 @@ def _revisit_paths(
         for name in binds[eq_index]:
             binder.setdefault(name, (eq_index, name in outs))
 
-    def ops(eq_index: int) -> frozenset:
+    def ops(eq_index: int) -> frozenset[OpKey]:
         return frozenset((normalize_domain(a.domain), a.op) for a in equations[eq_index].alternatives)
 
-    walks = []
-    for eq_index, steps in chain.items():
-        walk: list = [ops(eq_index)]
-        for move, source in reversed(steps):
-            walk.append((_INVERSE[move], ops(source)))
-        walks.append(tuple(walk))
-    return tuple(walks)
+    return tuple(
+        RevisitWalk(ops(eq_index), tuple(RevisitMove(_INVERSE[move], ops(source)) for move, source in reversed(steps)))
+        for eq_index, steps in chain.items()
+    )
 
 
 def _step_for(needs: set[str], bound_after: list[set[str]], bindable: set[str], let_step: dict[str, int]) -> int:

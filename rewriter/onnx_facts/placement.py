@@ -7,6 +7,8 @@ every node it creates the root's entries (``copy_placement``), so a rule cannot 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from onnx import NodeProto
 
 from .metadata import get_metadata, set_metadata
@@ -29,7 +31,7 @@ def inherit_placement(root: NodeProto, new: NodeProto) -> None:
     copy_placement({key: get_metadata(root, key) for key in PLACEMENT_KEYS}, new)
 
 
-def copy_placement(root_metadata: dict[str, str | None], new: NodeProto) -> None:
+def copy_placement(root_metadata: Mapping[str, str | None], new: NodeProto) -> None:
     """``inherit_placement`` from the root's metadata already read (a dict of it)."""
     fresh = not new.metadata_props  # (a node just built: nothing to replace)
     for key in PLACEMENT_KEYS:

@@ -4,7 +4,7 @@ Two nodes compute the same thing when they have the same op, domain, attributes 
 inputs — where equal small constants (same type, shape and bytes) count as the same input.
 The later node's outputs are replaced by the earlier one's, then it is dead and removed.
 (Equal constants of the model as loaded are already shared while loading, see
-graph/load_constants.py; this pass merges the ones computed later.)
+passes/on_load.py; this pass merges the ones computed later.)
 
 Not merged: nondeterministic ops, nodes with subgraphs, nodes whose outputs are graph
 outputs (their names must stay), initializers a caller can override (graph inputs), and
@@ -13,10 +13,10 @@ nodes placed differently (another layering annotation or execution provider).
 
 from __future__ import annotations
 
-from ..graph.load_constants import contents_key
 from ..graph.model import GraphState
 from ..graph.view import GraphView, NodeId
 from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
+from .on_load import contents_key
 
 _NONDETERMINISTIC = frozenset(
     {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}

@@ -28,11 +28,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ..graph.load_constants import constant_node_tensor
 from ..graph.model import GraphState
 from ..graph.tensor_data import bits_per_element
 from ..graph.types import tensor_nbytes
 from ..graph.view import GraphView, NodeId
+from .on_load import constant_node_tensor
 
 NOT_FOLDED = frozenset(
     {
@@ -70,7 +70,7 @@ LARGE_INPUT = 64 << 20  # bytes of constants a folded node may read
 BATCH_BYTES = 64 << 20  # inputs plus outputs of one evaluation session
 GROWTH = 2  # folding may add this many times the graph's first constants...
 GROWTH_SLACK = 64 << 20  # ...plus this
-_GROWTH_CACHE = "constant_folding_growth"  # view.pass_caches: [bytes allowed, bytes added]
+_GROWTH_CACHE = "constant_folding_growth"  # view.pass_caches: {"allowed": bytes, "added": bytes}
 # ops whose outputs hold at most as many elements as their inputs together (Cast may widen
 # each element up to 8 times): their size is bounded when inference cannot tell it
 _BOUNDED_BY_INPUTS = frozenset(
@@ -151,21 +151,22 @@ def _fold_static_shapes(view: GraphView) -> int:
             if not proto.input or not proto.output or view.is_graph_output(proto.output[0]):
                 continue
             shape = view.shape(proto.input[0])
-            if (
-                shape is None
-                or not all(isinstance(d, int) for d in shape)
-                or any(a.ref_attr_name for a in proto.attribute)
-            ):
+            if shape is None or any(a.ref_attr_name for a in proto.attribute):
+                continue
+            dims = [d for d in shape if isinstance(d, int)]
+            if len(dims) != len(shape):
                 continue
             if op == "Shape":
-                rank = len(shape)
+                rank = len(dims)
                 start = view.attribute(node_id, "start") or 0
                 end = view.attribute(node_id, "end")
                 end = rank if end is None else end
+                if not isinstance(start, int) or not isinstance(end, int):
+                    continue  # (a malformed model's attribute: not folded)
                 start, end = (max(0, min(rank, v + rank if v < 0 else v)) for v in (start, end))
-                value = np.asarray(shape[start:end], dtype=np.int64)
+                value = np.asarray(dims[start:end], dtype=np.int64)
             else:
-                value = np.asarray(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
+                value = np.asarray(int(np.prod(dims, dtype=np.int64)), dtype=np.int64)
             out = proto.output[0]
             inputs = [i for i in proto.input if i]
             view.remove_node(node_id)
@@ -245,13 +246,16 @@ def _predicted_bytes(view: GraphView, node_id: NodeId) -> int | None:
         if not out:
             continue
         shape, elem = view.shape(out), view.elem_type(out)
-        if shape is None or elem is None or not all(isinstance(d, int) and d >= 0 for d in shape):
+        if shape is None or elem is None:
+            break
+        dims = [d for d in shape if isinstance(d, int) and d >= 0]
+        if len(dims) != len(shape):
             break
         bits = bits_per_element(elem)
         if bits is None:  # strings: no size from the type
             break
         count = 1
-        for d in shape:
+        for d in dims:
             count *= d
         total += (count * bits + 7) // 8
     else:
@@ -266,7 +270,10 @@ def _plan(view: GraphView, node_ids: list[NodeId]) -> list[list[NodeId]]:
     known and acceptable, each one's inputs constants or outputs of nodes kept before it."""
     growth = view.pass_caches.get(_GROWTH_CACHE)
     if growth is None:
-        growth = view.pass_caches[_GROWTH_CACHE] = [GROWTH * view.initializer_bytes + GROWTH_SLACK, 0]
+        growth = view.pass_caches[_GROWTH_CACHE] = {
+            "allowed": GROWTH * view.initializer_bytes + GROWTH_SLACK,
+            "added": 0,
+        }
     kept: set[str] = set()
     batches: list[list[NodeId]] = [[]]
     batch_bytes = 0
@@ -280,9 +287,9 @@ def _plan(view: GraphView, node_ids: list[NodeId]) -> list[list[NodeId]]:
         read = sum(_nbytes(view, i) for i in inputs)
         if made > _LARGE_OUTPUT and made > 2 * read:
             continue  # would blow the model up
-        if growth[1] + made > growth[0]:
+        if growth["added"] + made > growth["allowed"]:
             continue  # folding has added all it may
-        growth[1] += made
+        growth["added"] += made
         if batches[-1] and batch_bytes + read + made > BATCH_BYTES:
             batches.append([])
             batch_bytes = 0

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import SupportsFloat, SupportsIndex, SupportsInt
 
 import numpy as np
 from onnx import AttributeProto, NodeProto, TensorProto, TypeProto, helper, numpy_helper
 
 from ..dsl import ast as A
 from ..expr.evaluate import evaluate_quietly  # the level runner sets numpy's errstate
-from ..expr.values import EvalFailure, Ref
+from ..expr.values import EvalFailure, GraphFacts, Ref
 from ..graph.model import GraphState
 from ..graph.view import GraphView, NodeId
 from ..match.matcher import Match, attribute_with_default
@@ -60,7 +61,7 @@ class _ReplacementEnv:
     """Expressions in a replacement see the match's names and the values built so far."""
 
     def __init__(self, view: GraphView, match: Match, defined: dict[str, str]) -> None:
-        self.graph = view
+        self.graph: GraphFacts = view
         self.view = view
         self.match = match
         self.defined = defined
@@ -80,6 +81,13 @@ class _ReplacementEnv:
         if eq_index is None or eq_index not in self.match.nodes:
             raise EvalFailure(f"'{var}' is not the output of a matched node")
         return attribute_with_default(self.view, self.match.nodes[eq_index], attr)
+
+
+def _replaced_value(match: Match, name: str) -> str:
+    """The graph value a pattern output the replacement redefines is bound to; "" (absent)
+    for an optional output the matched node does not have (``sum?``)."""
+    value = match.values[name]
+    return value if type(value) is str else ""
 
 
 @dataclass
@@ -126,13 +134,13 @@ def make_attribute(name: str, value: object, attr_type: int | None) -> dict | At
         value = value.item()
     try:
         if attr_type == AttributeProto.INT:
-            return {"name": name, "type": attr_type, "i": int(value)}
+            return {"name": name, "type": attr_type, "i": _int(value)}
         if attr_type == AttributeProto.FLOAT:
-            return {"name": name, "type": attr_type, "f": float(value)}
+            return {"name": name, "type": attr_type, "f": _float(value)}
         if attr_type == AttributeProto.INTS:
-            return {"name": name, "type": attr_type, "ints": [int(v) for v in value]}
+            return {"name": name, "type": attr_type, "ints": [_int(v) for v in _items(value)]}
         if attr_type == AttributeProto.FLOATS:
-            return {"name": name, "type": attr_type, "floats": [float(v) for v in value]}
+            return {"name": name, "type": attr_type, "floats": [_float(v) for v in _items(value)]}
         if attr_type == AttributeProto.STRING:
             return {"name": name, "type": attr_type, "s": str(value).encode("utf-8")}
         if attr_type == AttributeProto.TENSOR:
@@ -140,6 +148,28 @@ def make_attribute(name: str, value: object, attr_type: int | None) -> dict | At
         return helper.make_attribute(name, value)
     except (TypeError, ValueError) as err:
         raise EvalFailure(f"attribute {name}: {err}") from None
+
+
+# an evaluated value converted as int(), float() and iteration do, raising what they raise
+# (the concrete types first: a protocol's isinstance costs microseconds)
+def _int(value: object) -> int:
+    if isinstance(value, (int, float, np.generic, str, bytes, bytearray, SupportsInt, SupportsIndex)):
+        return int(value)
+    raise TypeError(
+        f"int() argument must be a string, a bytes-like object or a real number, not '{type(value).__name__}'"
+    )
+
+
+def _float(value: object) -> float:
+    if isinstance(value, (float, int, np.generic, str, bytes, bytearray, SupportsFloat, SupportsIndex)):
+        return float(value)
+    raise TypeError(f"float() argument must be a string or a real number, not '{type(value).__name__}'")
+
+
+def _items(value: object) -> Iterable[object]:
+    if isinstance(value, Iterable):
+        return value
+    raise TypeError(f"'{type(value).__name__}' object is not iterable")
 
 
 def add_attributes(node: NodeProto, attributes: Iterable[dict | AttributeProto]) -> None:
@@ -217,9 +247,10 @@ class Rewriter:
         return attrs
 
     def _output_name(self, name: str, match: Match) -> str:
-        """A replaced pattern value keeps its graph name; anything else gets a fresh one."""
+        """A replaced pattern value keeps its graph name ("" when it is absent); anything
+        else gets a fresh one."""
         if name in match.rule.replaced:
-            return match.values[name]
+            return _replaced_value(match, name)
         return self.view.fresh_value_name(f"{match.rule.name}_{name.lstrip('$')}")
 
     def _build_node(
@@ -297,10 +328,12 @@ class Rewriter:
                 continue
             (out,) = eq.outs
             result = evaluate_quietly(value, env)
+            if result is None:
+                raise EvalFailure(f"'{out.name}' would be an absent value")
+            if out.name is None:
+                continue  # `_ = expr`: evaluated, and named nothing
             if isinstance(result, Ref):
                 self._alias(out.name, result.name, build, match)
-            elif result is None:
-                raise EvalFailure(f"'{out.name}' would be an absent value")
             else:
                 name = self._output_name(out.name, match)
                 build.initializers.append(to_tensor(result, name))
@@ -312,7 +345,7 @@ class Rewriter:
         if name not in match.rule.replaced:  # a new name for an existing value
             build.defined[name] = source
             return
-        target = match.values[name]
+        target = _replaced_value(match, name)
         produced_here = [k for k, (_, outputs) in enumerate(build.names) if source in outputs]
         fresh = [t for t in build.initializers if t.name == source]
         if produced_here or fresh:
@@ -357,7 +390,8 @@ class Rewriter:
         dropped = unaccounted_attribute(view, match, deleted)
         if dropped:
             raise Refused(dropped)
-        replaced = {match.values[name] for name in match.rule.replaced}
+        # (an absent optional output is no value of the graph)
+        replaced = {value for name in match.rule.replaced if (value := _replaced_value(match, name))}
         referenced = build.reads()
         dying: dict[NodeId, bool] = {}
         for node_id in deleted:
@@ -475,7 +509,9 @@ class Rewriter:
                 touched.update(view.replace_uses(target, source))
                 dead_candidates.append(target)
         for name in match.rule.replaced:
-            touched.update(c for c, _ in view.consumers(match.values[name]))
+            value = _replaced_value(match, name)
+            if value:  # (an absent optional output has no readers)
+                touched.update(c for c, _ in view.consumers(value))
         removed = len(deleted) + view.remove_dead(dead_candidates, touched)
         for value, count in consumers_before.items():  # producers whose consumers changed
             if view.has_value(value) and view.consumer_count(value) != count:

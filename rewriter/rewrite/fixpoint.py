@@ -25,7 +25,7 @@ from ..expr.values import EvalFailure
 from ..graph.model import GraphState
 from ..graph.view import GraphView, NodeId
 from ..match.matcher import Matcher, RootDispatch
-from ..match.plan import CompiledRule, compile_rule
+from ..match.plan import CompiledRule, OpKey, RevisitMove, compile_rule
 from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
 from ..passes import BUILTINS
 from .apply import Refused, Rewriter
@@ -40,7 +40,6 @@ MAX_REFUSALS_PER_ROOT = 16
 GROWTH = 4
 GROWTH_SLACK_UNITS = 10_000
 GROWTH_SLACK_BYTES = 256 << 20
-
 
 
 @dataclass
@@ -291,30 +290,33 @@ class _RevisitTrie:
     """The walks from a pattern node back to its root (see ``plan._revisit_paths``), for
     all rules of a level, merged into one trie.
 
-    The first level is keyed by the op keys of the changed node, the next ones by
-    (move, op keys of the node reached); ``is_root`` marks where some walk ends.  Each trie
-    node also indexes its children by move and by single op key, so a walk looks up the
-    neighbours' ops instead of scanning every rule's pattern nodes."""
+    The first level (the trie built from the rules) is keyed by the op keys of the changed
+    node, the next ones by (move, op keys of the node reached); ``is_root`` marks where some
+    walk ends.  Each trie node also indexes its children by move and by single op key
+    (``by_op`` at the first level), so a walk looks up the neighbours' ops instead of
+    scanning every rule's pattern nodes."""
 
-    def __init__(self, rules: list[CompiledRule] = ()) -> None:
-        self.children: dict[object, _RevisitTrie] = {}
+    def __init__(self, rules: Iterable[CompiledRule] = ()) -> None:
+        self.children: dict[RevisitMove, _RevisitTrie] = {}
         self.is_root = False
-        self.by_op: dict[tuple[str, str], list[_RevisitTrie]] = {}
-        self.moves: dict[str, dict[tuple[str, str], list[_RevisitTrie]]] = {}
+        self.by_op: dict[OpKey, list[_RevisitTrie]] = {}
+        self.moves: dict[str, dict[OpKey, list[_RevisitTrie]]] = {}
+        starts: dict[frozenset[OpKey], _RevisitTrie] = {}  # the first level
         for rule in rules:
             for walk in rule.revisit_paths:
-                node = self
-                for key in walk:
-                    node = node.children.setdefault(key, _RevisitTrie())
+                node = starts.setdefault(walk.start, _RevisitTrie())
+                for move in walk.moves:
+                    node = node.children.setdefault(move, _RevisitTrie())
                 node.is_root = True
-        if rules:
-            self._index(first=True)
-
-    def _index(self, first: bool = False) -> None:
-        for key, child in self.children.items():
-            move, ops = (None, key) if first else key
-            table = self.by_op if first else self.moves.setdefault(move, {})
+        for ops, child in starts.items():
             for op in ops:
+                self.by_op.setdefault(op, []).append(child)
+            child._index()
+
+    def _index(self) -> None:
+        for key, child in self.children.items():
+            table = self.moves.setdefault(key.move, {})
+            for op in key.ops:
                 table.setdefault(op, []).append(child)
             child._index()
 

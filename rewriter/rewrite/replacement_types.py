@@ -21,6 +21,8 @@ node is checked in order:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 from onnx import TensorProto, TypeProto
 
@@ -114,8 +116,9 @@ def replacement_type_problem(
     return None
 
 
-def _binding_problem(info: OpInfo, inputs, outputs, types: dict[str, TypeProto]) -> str | None:
-    """Whether the known types fit the schema's type constraints, one type per parameter."""
+def _binding_problem(info: OpInfo, inputs, outputs, types: Mapping[str, TypeProto | None]) -> str | None:
+    """Whether the known types fit the schema's type constraints, one type per parameter
+    (``types``: None where unknown)."""
     bound: dict[str, str] = {}
     for output, names in ((False, inputs), (True, outputs)):
         for index, name in enumerate(names):

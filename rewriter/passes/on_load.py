@@ -1,4 +1,6 @@
-"""Constants taken out of a graph while it is loaded, as ONNX Runtime does when it loads one.
+"""The built-in passes' work done while a graph is loaded: constants taken out of it, as
+ONNX Runtime does when it loads one.  ``load_hook`` (passes/__init__.py) hands this to the
+model state for the built-ins a run's packs name, so the graph layer knows no pass by name.
 
 Exported models carry hundreds of ``Constant`` nodes and (TorchScript's weight sharing) of
 ``Identity`` nodes reading initializers.  The ``constant_folding`` built-in would turn the
@@ -17,16 +19,16 @@ of them while loading, as that built-in's first round would merge them one by on
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 
 import numpy as np
 from onnx import GraphProto, NodeProto, TensorProto, helper, numpy_helper
 
+from ..graph.loaded_constants import LoadedConstants
+from ..graph.proto_pool import ProtoPool
+from ..graph.subgraphs import has_subgraphs, may_have_subgraphs
+from ..graph.types import tensor_nbytes
+from ..graph.view import constant_node_value
 from ..onnx_facts.schemas import normalize_domain
-from .proto_pool import ProtoPool
-from .subgraphs import has_subgraphs, may_have_subgraphs
-from .types import tensor_nbytes
-from .view import constant_node_value
 
 _STANDARD = ("", "ai.onnx")
 
@@ -49,21 +51,6 @@ def contents_key(tensor: TensorProto, contents) -> tuple | None:
 
 
 _LITTLE_ENDIAN = sys.byteorder == "little"  # (numpy's bytes are raw_data's layout)
-
-
-@dataclass
-class LoadedConstants:
-    """What the view loads instead of the graph's constant nodes."""
-
-    pool: ProtoPool  # where the tensors are made
-    skipped: set[int] = field(default_factory=set)  # node indexes not loaded
-    initializers: list[TensorProto] = field(default_factory=list)  # from Constant nodes
-    aliases: dict[str, str] = field(default_factory=dict)  # name read -> initializer read instead
-    dropped: set[str] = field(default_factory=set)  # graph initializers not loaded
-
-    @property
-    def removed(self) -> int:
-        return len(self.skipped)
 
 
 def constant_node_tensor(node: NodeProto, pool: ProtoPool) -> TensorProto | None:
