@@ -176,7 +176,7 @@ def test_a_check_error_in_a_family_names_the_instance():
     assert "unknown op 'Nope'" in err.value.message and "(in B = R(Nope))" in err.value.message
 
 
-def test_the_reuse_example_in_the_docs_loads():
+def test_the_reuse_examples_in_the_docs_load():
     from pathlib import Path
 
     text = (Path(__file__).parent.parent / "docs" / "rules.md").read_text()
@@ -189,10 +189,269 @@ def test_the_reuse_example_in_the_docs_loads():
         "MulOneElimination",
         "DivOneElimination",
     ]
+    block = text[text.index("**What an instance may give.**") :].split("```")[1]
+    names = [r.name for r in rewriter.load_pack_text("pack doc level 2\n" + block).rules]
+    assert names == [
+        "MatMulScaledInputAFusion",
+        "MatMulScaledInputBFusion",
+        "GemmTransposeAFusion",
+        "GemmTransposeBFusion",
+        "UnsqueezeConstant",
+        "UnsqueezeConstantAttribute",
+    ]
 
 
 def test_the_shipped_families_expand_to_their_instances():
     rules = {r.name: r for p in rewriter.bundled_packs() for r in p.rules}
     assert rules["DivOneElimination"].family == "NeutralElementElimination(Div, 1)"
+    assert rules["GemmTransposeBFusion"].family == "GemmTransposeForms(b, a, t, transB)"
+    half_inside = [a.op for e in rules["GeluErfHalfInside"].equations for a in e.alternatives]
+    assert half_inside == ["Div", "Mul", "Erf", "Add", "Mul", "Mul"]
+    no_mask = rules["MultiHeadAttentionNoMaskFusion"]
+    assert no_mask.replacement[0].value.args[3:] == () and "mask" not in str(no_mask.examples)
     ln = rules["SkipLayerNormDecomposed"]
     assert [e.out_names for e in ln.equations][0] == ("x",) and ln.root == "m"
+
+
+# ---------------------------------------------------------------- what an instance may give
+
+
+def _canonical(rule) -> str:
+    """A rule as text without positions, its temporaries numbered by first appearance, its
+    family and wheres' conjuncts as a multiset: two spellings of one rule compare equal."""
+    import dataclasses
+    import re
+
+    from rewriter.dsl.expand import transform
+    from rewriter.errors import Position
+
+    unplaced = lambda obj: transform(obj, lambda o: Position(0, 0) if isinstance(o, Position) else None)
+    conjuncts = sorted(repr(unplaced(c)) for w in rule.wheres for c in conjuncts_of(w.expr))
+    text = repr(unplaced(dataclasses.replace(rule, family="", wheres=tuple(conjuncts))))
+    temps: dict[str, str] = {}
+    return re.sub(r"\$\d+", lambda m: temps.setdefault(m.group(0), f"$T{len(temps)}"), text)
+
+
+def _same_rules(family_text: str, written_out: str) -> None:
+    mine = rewriter.load_pack_text(HEADER + family_text).rules
+    theirs = rewriter.load_pack_text(HEADER + written_out).rules
+    assert [r.name for r in mine] == [r.name for r in theirs]
+    assert [_canonical(r) for r in mine] == [_canonical(r) for r in theirs]
+
+
+def test_an_instance_gives_operand_order_and_nested_pattern_inputs():
+    _same_rules(
+        """
+rule Scaled(p, q) root m for A(Mul(a, c), b), B(a, Mul(b, Add(c, 1.0 as one))) {
+    m = MatMul(p, q)
+  where const(c) and rank(one ?? c) >= 0
+  => m = MatMul(a, b)
+}
+""".replace("one ?? c", "c"),
+        """
+rule A root m { m = MatMul(Mul(a, c), b) where const(c) and rank(c) >= 0 => m = MatMul(a, b) }
+rule B root m { m = MatMul(a, Mul(b, Add(c, 1.0 as one))) where const(c) and rank(c) >= 0 => m = MatMul(a, b) }
+""",
+    )
+
+
+def test_a_parameter_may_name_an_attribute():
+    _same_rules(
+        """
+rule GemmT(u, p, q, trans) root g for TA(a, t, b, transA), TB(b, a, t, transB) {
+    t = Transpose(u) {perm}
+    g = Gemm(p, q, c?) {trans}
+  where (perm ?? [1, 0]) == [1, 0]
+  => g = Gemm(a, b, c) {...g, trans: 1 - trans}
+}
+""",
+        """
+rule TA root g {
+    t = Transpose(a) {perm}
+    g = Gemm(t, b, c?) {transA}
+  where (perm ?? [1, 0]) == [1, 0]
+  => g = Gemm(a, b, c) {...g, transA: 1 - transA}
+}
+rule TB root g {
+    t = Transpose(b) {perm}
+    g = Gemm(a, t, c?) {transB}
+  where (perm ?? [1, 0]) == [1, 0]
+  => g = Gemm(a, b, c) {...g, transB: 1 - transB}
+}
+""",
+    )
+
+
+def test_a_parameter_may_stand_for_a_whole_node_or_its_alternatives():
+    _same_rules(
+        """
+rule Forms(U, ok) for WithInput(Unsqueeze(x, axes), const(x, axes)),
+                      WithAttribute(Unsqueeze(x) {axes}, const(x) and opset() < 13) {
+    y = U
+  where ok
+  example for WithAttribute: opset 11, axes = [0]
+  => y = unsqueeze(x, axes)
+}
+rule Act(A) for Acts(Relu(x) | Sigmoid(x)) { y = A => y = Neg(x) }
+""",
+        """
+rule WithInput { y = Unsqueeze(x, axes) where const(x, axes) => y = unsqueeze(x, axes) }
+rule WithAttribute {
+    y = Unsqueeze(x) {axes}
+  where const(x) and opset() < 13
+  example opset 11, axes = [0]
+  => y = unsqueeze(x, axes)
+}
+rule Acts { y = Relu(x) | Sigmoid(x) => y = Neg(x) }
+""",
+    )
+
+
+def test_what_an_instance_does_not_have_it_gives_as_underscore_or_none():
+    # `_`: no such output, let or attribute; `none`: no such input, no hints for it;
+    # `true`: the conjunct drops out
+    _same_rules(
+        """
+rule Norm(total, eps2, mask, k, ok) root s
+  for Plain(_, _, none, _, true), Shared(s, e, b, k, not single_use(s)) {
+    s = Add(a, b)
+    y = LayerNormalization(s, g) {epsilon: e}
+  let k = e * 2.0
+  where rank(a) == 3 and ok and e > 0
+  example a: [B, S, H], g: [H], mask: [B, S, H]
+  =>
+    y, _, _, total = com.microsoft.SkipLayerNormalization(a, b, g, none, mask) {epsilon: eps2}
+}
+""",
+        """
+rule Plain root s {
+    s = Add(a, b)
+    y = LayerNormalization(s, g) {epsilon: e}
+  where rank(a) == 3 and e > 0
+  example a: [B, S, H], g: [H]
+  => y = com.microsoft.SkipLayerNormalization(a, b, g)
+}
+rule Shared root s {
+    s = Add(a, b)
+    y = LayerNormalization(s, g) {epsilon: e}
+  let k = e * 2.0
+  where rank(a) == 3 and not single_use(s) and e > 0
+  example a: [B, S, H], g: [H], b: [B, S, H]
+  => y, _, _, s = com.microsoft.SkipLayerNormalization(a, b, g, none, b) {epsilon: e}
+}
+""",
+    )
+
+
+GEMM_T = (
+    HEADER
+    + """
+# Gemm(Transpose(a), b) and Gemm(a, Transpose(b)): the flag flipped
+rule GemmT(u, p, q, trans) root g for TA(a, t, b, transA), TB(b, a, t, transB) {
+    t = Transpose(u) {perm}
+    g = Gemm(p, q, c?) {trans}
+  where (perm ?? [1, 0]) == [1, 0]
+  => g = Gemm(a, b, c) {...g, trans: 1 - trans}
+}
+"""
+)
+
+
+@pytest.mark.parametrize("which", ["a", "b"])
+def test_an_attribute_parameter_matches_and_rewrites_its_own_attribute(which):
+    nodes = [helper.make_node("Transpose", [which, "t"], ["tt"], perm=[1, 0])]
+    nodes[0].input[:] = [which]
+    inputs = ["tt", "b"] if which == "a" else ["a", "tt"]
+    nodes.append(helper.make_node("Gemm", inputs, ["y"]))
+    shapes = {"a": [3, 2] if which == "a" else [2, 3], "b": [4, 3] if which == "b" else [3, 4]}
+    before = model(nodes, [tensor(n, shape=shapes[n]) for n in "ab"], [tensor("y", shape=[2, 4])])
+    after = optimize_with(before, GEMM_T).model
+    assert ops(after) == {"Gemm": 1}
+    (gemm,) = after.graph.node
+    assert {a.name: a.i for a in gemm.attribute} == {f"trans{which.upper()}": 1}
+    assert_same_outputs(before, after)
+
+
+@pytest.mark.parametrize(
+    "text, message, line",
+    [
+        (  # an op parameter given a value name
+            HEADER + "rule R(Op) for A(relu) {\n y = Op(x) => y = x }",
+            "'Op' stands for an op here: give it an op name, not the name 'relu' (in A = R(relu))",
+            3,
+        ),
+        (  # an attribute named by a number
+            HEADER + "rule R(ax) for A(1) {\n y = Softmax(x) {ax} => y = x }",
+            "'ax' stands for an attribute here: give it a name, not '1'",
+            3,
+        ),
+        (  # a pattern input read as a value
+            HEADER + "rule R(k) for A(0.5 as h) {\n y = Relu(x)\n where k == 1 => y = x }",
+            "'k' is given the pattern input '0.5 as h', read here as a value (only a pattern's input takes one)",
+            4,
+        ),
+        (  # `_` read as a value
+            HEADER + "rule R(k) for A(_) {\n y = Relu(x) where k => y = x }",
+            "'k' is given the pattern input '_', read here as a value",
+            3,
+        ),
+        (  # an op call read as a value outside a replacement
+            HEADER + "rule R(p) for A(Neg(x)) {\n y = Relu(x)\n where rank(p) == 0 => y = x }",
+            "'p' is given the op call 'Neg(x)', read here as a value",
+            4,
+        ),
+        (  # a dotted name is an op, read where a value is
+            HEADER + "rule R {\n y = Relu(x)\n where a.b.c == 0 => y = x }",
+            "'a.b.c' is not an attribute reference (use var.attribute)",
+            4,
+        ),
+        (  # a pattern input outside an instance
+            HEADER + "rule R {\n y = Relu(x)\n where rank(0.5 as h) == 0 => y = x }",
+            "'0.5 as h' is a pattern input: only a family instance's argument may be one",
+            4,
+        ),
+        (  # a node parameter given a value
+            HEADER + "rule R(P) for A(1.5) {\n y = P => y = x }",
+            "'P' stands for a pattern node here: give it an op call (or alternatives), not '1.5'",
+            3,
+        ),
+        (  # a node parameter in a plain rule
+            HEADER + "rule R {\n y = x => y = x }",
+            "'x' is no op call (only a family's parameter may stand for a pattern node)",
+            3,
+        ),
+        (  # a nested call in an equation with alternatives
+            HEADER + "rule R(p) for A(Neg(x)) {\n y = Add(p, z) | Sub(p, z) => y = x }",
+            "an alternative cannot nest op calls",
+            2,
+        ),
+        (  # a function where a pattern input goes
+            HEADER + "rule R(p) for A(rank(x)) {\n y = Add(p, z) => y = x }",
+            "'p' is given 'rank(x)', read here as a pattern input",
+            3,
+        ),
+        (
+            HEADER + "rule R(k) for A(1), B(2) {\n y = Add(x, k)\n example for C: x: [2] => y = x }",
+            "example for 'C', which is not an instance of this rule (in A = R(1))",
+            4,
+        ),
+        (
+            HEADER + "rule R {\n y = Relu(x)\n example for C: x: [2] => y = x }",
+            "`example for` names instances: only a rule with parameters has them",
+            4,
+        ),
+    ],
+)
+def test_a_misused_parameter_is_an_error_at_its_place(text, message, line):
+    with pytest.raises(RuleError) as err:
+        rewriter.load_pack_text(text, "mine.rules")
+    assert message in err.value.message and err.value.line == line and err.value.file == "mine.rules"
+    assert str(err.value).startswith(f"mine.rules:{line}:") and "\n" not in str(err.value)
+
+
+def test_an_instance_that_makes_a_bad_rule_is_a_check_error_naming_it():
+    text = HEADER + "rule R(p) for A(Neg(x)), B(Nope(x)) {\n y = Relu(p) => y = x }"
+    with pytest.raises(RuleError) as err:
+        rewriter.load_pack_text(text, "mine.rules")
+    assert "unknown op 'Nope'" in err.value.message and "(in B = R(Nope(x)))" in err.value.message
+    assert (err.value.line, err.value.column) == (2, 28)  # the call, in the instance's argument

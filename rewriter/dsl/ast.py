@@ -59,12 +59,15 @@ __all__ = [
     "Literal",
     "LiteralArg",
     "Name",
+    "NodeParam",
     "Num",
     "OpPattern",
     "Out",
     "Pack",
     "ParamArg",
+    "PatternAlternatives",
     "PatternArg",
+    "PatternInput",
     "ReplacementEquation",
     "RestArg",
     "Rule",
@@ -153,6 +156,34 @@ PatternArg = VarArg | AnyArg | RestArg | LiteralArg
 
 
 @dataclass(frozen=True)
+class PatternInput:
+    """An instance's argument only a pattern input slot takes: ``_``, ``b?``, ``0.5 as
+    half``, ``~1.41421356`` (anywhere else the parser refuses it).  Written inside the
+    expressions an instance gives (``Mul(x, 0.5 as half)``), it is one of their arguments."""
+
+    arg: VarArg | AnyArg | LiteralArg
+    pos: Position
+
+
+@dataclass(frozen=True)
+class PatternAlternatives:
+    """``Relu(c) | Sigmoid(c)``: an instance's argument for a parameter standing for a whole
+    pattern node, which then has these alternatives."""
+
+    options: tuple[Expr, ...]
+    pos: Position
+
+
+@dataclass(frozen=True)
+class NodeParam:
+    """``y = P`` in a parameterized rule: the parameter ``P`` stands for a whole pattern node,
+    each instance gives an op call (``Unsqueeze(x) {axes}``)."""
+
+    param: str
+    pos: Position
+
+
+@dataclass(frozen=True)
 class AttrPattern:
     """``{name}`` captures attribute ``name``; ``{name: expr}`` unifies it with ``expr``;
     ``{name: _}`` accepts any value (``value`` is None): the author says it does not matter.
@@ -194,7 +225,8 @@ class Out:
 
 @dataclass(frozen=True)
 class Equation:
-    """``outs = Alt1(...) | Alt2(...)``: one pattern node and its alternatives."""
+    """``outs = Alt1(...) | Alt2(...)``: one pattern node and its alternatives (a family's
+    template may have a ``NodeParam`` among them; its instances never do)."""
 
     outs: tuple[Out, ...]
     alternatives: tuple[OpPattern, ...]
@@ -237,6 +269,7 @@ class ExampleSet:
 
     items: tuple[Example, ...]
     pos: Position
+    instances: tuple[str, ...] = ()  # `example for A, B: ...` in a family: only for these
 
     @property
     def opset(self) -> int | None:

@@ -207,10 +207,12 @@ class _Checker:
         otherwise the rule accepts any value and the rewrite drops it.  (Attributes a
         pattern does not mention are the engine's: they must be at their defaults.)"""
         used: set[str] = set()
-        for clause in (*rule.wheres, *rule.lets):
+        for clause in rule.wheres:
             used |= A.names_read(clause.expr)
-        for eq in rule.replacement:
-            used |= A.names_read(eq.value)
+        for let in rule.lets:
+            used |= A.names_read(let.expr)
+        for replacement in rule.replacement:
+            used |= A.names_read(replacement.value)
         for eq in rule.equations:
             for alt in eq.alternatives:
                 for attr in alt.attrs:
@@ -240,10 +242,9 @@ class _Checker:
         visible = _Scope(set(scope.tensors) - replaced, scope.produced, set(scope.scalars))
         for eq in rule.replacement:
             value = eq.value
-            is_op = isinstance(value, A.Call) and value.is_op
-            if len(eq.outs) > 1 and not is_op:
+            if len(eq.outs) > 1 and not (isinstance(value, A.Call) and value.is_op):
                 self.error("several outputs need an op call on the right", eq.pos)
-            if is_op:
+            if isinstance(value, A.Call) and value.is_op:
                 self.check_replacement_call(value, visible, len(eq.outs), scope)
             else:
                 self.check_expr(value, visible)
@@ -357,8 +358,10 @@ def _children(expr: A.Expr):
         return (expr.operand,)
     if isinstance(expr, A.Binary):
         return (expr.left, expr.right)
-    if isinstance(expr, (A.Compare, A.BoolOp)):
-        return getattr(expr, "operands", None) or expr.values
+    if isinstance(expr, A.Compare):
+        return expr.operands
+    if isinstance(expr, A.BoolOp):
+        return expr.values
     if isinstance(expr, A.Index):
         return (expr.obj, expr.index)
     if isinstance(expr, A.Slice):

@@ -9,9 +9,16 @@ ever see plain rules.
   puts them there, ``x``, ``y`` renamed ``p``, ``q``.  Other names the fragment defines keep
   their names (a rule can read them: ``root m``); one a rule defines too is an error.
 * ``rule Template(Op, k) for A(Add, 0), B(Sub, 0) { ... }`` — one rule per instance, named
-  by the instance, its parameters replaced: by an op name where the template calls ``Op``,
-  by a constant where it reads ``k`` (in a pattern input slot a number becomes a literal
-  the input must equal), by a name where a name is given.
+  by the instance, each parameter replaced by the instance's argument where the template
+  writes it (``_Instance``): an op name where it calls an op; a name where it names a
+  value, an output, a ``let`` or an attribute (``{trans}``); an expression where it reads a
+  value; a pattern input where the pattern takes an input (a number is a literal the input
+  must equal; ``Mul(x, 0.5 as half)`` a nested pattern, flattened as the parser flattens
+  one); an op call (or alternatives) where a whole node is the parameter (``y = P``).
+  ``_`` leaves out an output, a ``let`` or a replacement attribute; ``none`` a replacement
+  input and the ``example`` items naming the parameter; ``example for A: ...`` hints only
+  instance ``A``; a ``where`` conjunct given ``true`` drops out.  Misuse is an error at the
+  parameter's place in the template, naming the instance.
 
 Definitions come before their uses, so the file reads top-down; the expansion is bounded
 (``MAX_DEPTH`` nested uses, each definition expanded once per use).
@@ -21,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import Position, RuleError
 from ..expr.dtypes import DTYPES
@@ -39,6 +46,8 @@ _NAME_FIELDS: dict[type, tuple[str, ...]] = {
     A.VarArg: ("name",),
     A.RestArg: ("name",),
     A.LiteralArg: ("bind",),
+    A.ParamArg: ("bind",),
+    A.NodeParam: ("param",),
     A.Out: ("name",),
     A.Let: ("name",),
     A.Example: ("name",),
@@ -78,18 +87,17 @@ def transform_inside(obj, visit: Callable[[object], object | None]):
 
 
 class Substitution:
-    """Names renamed, parameters bound to values, op names replaced."""
+    """Names renamed and parameters bound to values (what a fragment's ``use`` and a
+    constraint's call do; a family's instance is ``_Instance``)."""
 
     def __init__(
         self,
         names: dict[str, str] | None = None,
         values: dict[str, A.Expr] | None = None,
-        ops: dict[str, str] | None = None,
         reposition: bool = True,
     ) -> None:
         self.names = names or {}
         self.values = values or {}
-        self.ops = ops or {}
         self.reposition = reposition  # a value takes the place (for errors) of the name it replaces
 
     def __call__(self, obj):
@@ -98,45 +106,13 @@ class Substitution:
     def _visit(self, obj):
         if isinstance(obj, A.Name) and obj.id in self.values:
             value = self.values[obj.id]
-            if isinstance(value, A.Name) and "." in value.id:
-                raise _error(f"'{obj.id}' is given the op name '{value.id}', read here as a value", obj.pos)
             return dataclasses.replace(value, pos=obj.pos) if self.reposition else value
-        if isinstance(obj, A.VarArg) and obj.name in self.values:
-            return self._literal_input(obj)
-        if isinstance(obj, A.ParamArg):
-            return self._param_input(obj)
-        if isinstance(obj, A.OpPattern) and not obj.domain and obj.op in self.ops:
-            domain, op = A.split_op_name(self.ops[obj.op])
-            return transform_inside(dataclasses.replace(obj, domain=domain, op=op), self._visit)
-        if isinstance(obj, A.Call) and obj.func in self.ops:
-            return transform_inside(dataclasses.replace(obj, func=self.ops[obj.func]), self._visit)
         fields = _NAME_FIELDS.get(type(obj))
         if fields:
             changes = {f: self.names[getattr(obj, f)] for f in fields if getattr(obj, f) in self.names}
             if changes:
                 return transform_inside(dataclasses.replace(obj, **changes), self._visit)
         return None
-
-    def _param_input(self, arg: A.ParamArg) -> A.PatternArg:
-        value = self.values.get(arg.param)
-        bind = self.names.get(arg.bind, arg.bind)
-        if isinstance(value, A.Num) or (isinstance(value, A.Const) and isinstance(value.value, bool)):
-            return A.LiteralArg(A.Literal(value.value, False, arg.pos), bind, arg.pos)
-        if value is None:
-            raise _error(f"'{arg.param} as {arg.bind}': '{arg.param}' is not a parameter of the rule", arg.pos)
-        raise _error(f"'{arg.param} as {arg.bind}' needs a number for '{arg.param}'", arg.pos)
-
-    def _literal_input(self, arg: A.VarArg) -> A.PatternArg:
-        value = self.values[arg.name]
-        if isinstance(value, A.Name):  # a name given for a name
-            return dataclasses.replace(arg, name=value.id)
-        if isinstance(value, A.Num) or (isinstance(value, A.Const) and isinstance(value.value, bool)):
-            if arg.optional:
-                raise _error(f"optional input '{arg.name}?' is given a constant", arg.pos)
-            return A.LiteralArg(A.Literal(value.value, False, arg.pos), None, arg.pos)
-        raise _error(
-            f"pattern input '{arg.name}' can be given a name or a number, not {type(value).__name__.lower()}", arg.pos
-        )
 
 
 # --------------------------------------------------------------------------- constraints
@@ -263,26 +239,357 @@ def describe_args(args: Iterable[A.Expr]) -> str:
     return ", ".join(a.id if isinstance(a, A.Name) else show(a) for a in args)
 
 
-def instantiate(rule: A.Rule, params: tuple[str, ...], instance: A.Instance) -> A.Rule:
+def _op_name(value: A.Expr) -> str | None:
+    """The op an instance's argument names (``Relu``, ``com.microsoft.Gelu``), or None."""
+    if isinstance(value, A.Name) and A.is_op_name(value.id):
+        return value.id
+    if isinstance(value, A.AttrRef):  # one dot: mydomain.Op
+        return f"{value.var}.{value.attr}"
+    return None
+
+
+def _value_name(value: A.Expr) -> str | None:
+    """The name (of a value, an attribute, a function) an instance's argument is, or None:
+    any name but a dotted op name (`W` may be a value, read where the template reads one)."""
+    if isinstance(value, A.Name) and "." not in value.id:
+        return value.id
+    return None
+
+
+def _is_any(value: A.Expr) -> bool:
+    return isinstance(value, A.PatternInput) and isinstance(value.arg, A.AnyArg)
+
+
+def _is_true(expr: A.Expr) -> bool:
+    return isinstance(expr, A.Const) and expr.value is True
+
+
+def _is_none(expr: A.Expr) -> bool:
+    return isinstance(expr, A.Const) and expr.value is None
+
+
+def _given(value: A.Expr) -> str:
+    if isinstance(value, A.Name):
+        return f"the op name '{value.id}'" if "." in value.id else f"the name '{value.id}'"
+    return f"'{show(value)}'"
+
+
+def _holds_pattern_input(value: A.Expr) -> bool:
+    found = []
+    kinds = (A.PatternInput, A.PatternAlternatives)
+    transform(value, lambda node: found.append(node) if isinstance(node, kinds) else None)
+    return bool(found)
+
+
+def _holds_op_call(value: A.Expr) -> bool:
+    found = []
+    transform(value, lambda node: found.append(node) if isinstance(node, A.Call) and node.is_op else None)
+    return bool(found)
+
+
+def _without_true(expr: A.Expr) -> A.Expr:
+    """``a and true`` is ``a``: a parameter given ``true`` drops out of a ``where``."""
+    if isinstance(expr, A.BoolOp) and expr.op == "and":
+        values = [v for v in (_without_true(v) for v in expr.values) if not _is_true(v)]
+        if not values:
+            return A.Const(True, expr.pos)
+        return values[0] if len(values) == 1 else dataclasses.replace(expr, values=tuple(values))
+    return expr
+
+
+def _without_trailing_none(expr: A.Expr) -> A.Expr:
+    """Op calls of a replacement without trailing ``none`` inputs (a parameter given ``none``
+    leaves its input out; the engine drops trailing empty inputs anyway)."""
+
+    def visit(node):
+        if isinstance(node, A.Call) and node.is_op:
+            args = [transform(a, visit) for a in node.args]
+            while args and _is_none(args[-1]):
+                args.pop()
+            return dataclasses.replace(node, args=tuple(args))
+        return None
+
+    return transform(expr, visit)
+
+
+class _Instance:
+    """A family's template with one instance's arguments put in, each where the template
+    reads its parameter: an op name where it calls an op, a name where it names a value,
+    an output or an attribute, an expression where it reads a value, a pattern input (a
+    name, a literal, ``_``, ``b?``, an op call whose nested calls become equations) where
+    a pattern takes an input, an op call where a whole pattern node is the parameter."""
+
+    def __init__(self, bindings: dict[str, A.Expr], fresh: Iterator[int]) -> None:
+        self.bindings = bindings
+        self.fresh = fresh
+        self.nodes = False  # whether the expression being instantiated is a replacement's
+
+    # ---- names
+    def name(self, name: str, pos: Position, what: str) -> str:
+        """``name``, or the name its parameter is given (``what`` it names, for errors)."""
+        if name not in self.bindings:
+            return name
+        given = _value_name(self.bindings[name])
+        if given is None:
+            raise _error(f"'{name}' stands for {what} here: give it a name, not {_given(self.bindings[name])}", pos)
+        return given
+
+    def out(self, out: A.Out) -> A.Out:
+        if out.name in self.bindings and _is_any(self.bindings[out.name]):
+            return A.Out(None, False, out.pos)  # `_`: the instance leaves this output out
+        return dataclasses.replace(out, name=self.name(out.name, out.pos, "an output")) if out.name else out
+
+    # ---- expressions
+    def expr(self, expr, nodes: bool = False):
+        """``expr`` instantiated; ``nodes``: it is a replacement's, where an op call is a node."""
+        self.nodes = nodes
+        return transform(expr, self._visit_expr)
+
+    def _visit_expr(self, obj):
+        if isinstance(obj, A.Name) and obj.id in self.bindings:
+            value = self.bindings[obj.id]
+            if isinstance(value, A.Name) and "." in value.id:
+                raise _error(f"'{obj.id}' is given the op name '{value.id}', read here as a value", obj.pos)
+            if _holds_pattern_input(value):
+                raise _error(
+                    f"'{obj.id}' is given the pattern input '{show(value)}', read here as a value "
+                    f"(only a pattern's input takes one)",
+                    obj.pos,
+                )
+            if not self.nodes and _holds_op_call(value):
+                raise _error(
+                    f"'{obj.id}' is given the op call '{show(value)}', read here as a value (an op call is "
+                    f"a pattern input, or a node of the replacement)",
+                    obj.pos,
+                )
+            return dataclasses.replace(value, pos=obj.pos)
+        if isinstance(obj, A.AttrRef) and (obj.var in self.bindings or obj.attr in self.bindings):
+            return dataclasses.replace(
+                obj, var=self.name(obj.var, obj.pos, "a value"), attr=self.name(obj.attr, obj.pos, "an attribute")
+            )
+        if isinstance(obj, A.AttrSpread) and obj.var in self.bindings:
+            return dataclasses.replace(obj, var=self.name(obj.var, obj.pos, "a value"))
+        if isinstance(obj, A.Call) and any(self._left_out(a) for a in obj.attrs or ()):
+            attrs = tuple(a for a in obj.attrs if not self._left_out(a)) or None
+            return self._visit_expr(dataclasses.replace(obj, attrs=attrs)) or transform_inside(
+                dataclasses.replace(obj, attrs=attrs), self._visit_expr
+            )
+        if isinstance(obj, A.AttrSet) and obj.name in self.bindings:
+            renamed = dataclasses.replace(obj, name=self.name(obj.name, obj.pos, "an attribute"))
+            return transform_inside(renamed, self._visit_expr)
+        if isinstance(obj, A.Call) and obj.func in self.bindings:
+            value = self.bindings[obj.func]
+            func = _op_name(value) or _value_name(value)
+            if func is None:
+                raise _error(f"'{obj.func}' stands for an op here: give it an op name, not {_given(value)}", obj.pos)
+            return transform_inside(dataclasses.replace(obj, func=func), self._visit_expr)
+        return None
+
+    def _left_out(self, attr) -> bool:
+        """``{name: p}`` in a replacement, ``p`` given ``_``: the instance sets no such attribute."""
+        value = getattr(attr, "value", None)
+        return isinstance(value, A.Name) and value.id in self.bindings and _is_any(self.bindings[value.id])
+
+    # ---- the pattern
+    def equation(self, eq: A.Equation) -> list[A.Equation]:
+        """``eq`` instantiated, after the equations its pattern inputs' nested calls make."""
+        nested: list[A.Equation] = []
+        alternatives = []
+        for alt in eq.alternatives:
+            if isinstance(alt, A.NodeParam):
+                value = self.bindings.get(alt.param)
+                if value is None:
+                    raise _error(f"'{alt.param}' is neither an op call nor a parameter of the rule", alt.pos)
+                options = value.options if isinstance(value, A.PatternAlternatives) else (value,)
+                for option in options:
+                    if not (isinstance(option, A.Call) and option.is_op):
+                        raise _error(
+                            f"'{alt.param}' stands for a pattern node here: give it an op call "
+                            f"(or alternatives), not {_given(option)}",
+                            alt.pos,
+                        )
+                    alternatives.append(self.call_pattern(option, nested))
+            else:
+                alternatives.append(self.op_pattern(alt, nested))
+        if nested and len(alternatives) > 1:
+            raise _error(
+                "an alternative cannot nest op calls; name the inner node in an equation of its own", nested[0].pos
+            )
+        if eq.keep:  # nested calls of a kept equation are context too
+            nested = [dataclasses.replace(n, keep=True) for n in nested]
+        outs = tuple(self.out(o) for o in eq.outs)
+        return [*nested, dataclasses.replace(eq, outs=outs, alternatives=tuple(alternatives))]
+
+    def op_pattern(self, alt: A.OpPattern, nested: list[A.Equation]) -> A.OpPattern:
+        domain, op = alt.domain, alt.op
+        if not domain and op in self.bindings:
+            name = _op_name(self.bindings[op])
+            if name is None:
+                raise _error(
+                    f"'{op}' stands for an op here: give it an op name, not {_given(self.bindings[op])}", alt.pos
+                )
+            domain, op = A.split_op_name(name)
+        args = tuple(self.pattern_arg(a, nested) for a in alt.args)
+        attrs = tuple(self.attr_pattern(a) for a in alt.attrs)
+        return dataclasses.replace(alt, domain=domain, op=op, args=args, attrs=attrs)
+
+    def attr_pattern(self, attr: A.AttrPattern) -> A.AttrPattern:
+        name = self.name(attr.name, attr.pos, "an attribute")
+        value = attr.value
+        if isinstance(value, A.Name) and value.id in self.bindings and _is_any(self.bindings[value.id]):
+            value = None  # `{beta: b}` with b given `_`: any value
+        elif value is not None:
+            value = self.expr(value)
+        return dataclasses.replace(attr, name=name, value=value)
+
+    def pattern_arg(self, arg, nested: list[A.Equation]):
+        if isinstance(arg, A.VarArg) and arg.name in self.bindings:
+            value = self.bindings[arg.name]
+            if not arg.optional:
+                return self.pattern_input(value, arg.pos, nested, param=arg.name)
+            name = _value_name(value)
+            if name is None:
+                raise _error(
+                    f"optional input '{arg.name}?' is given a constant"
+                    if isinstance(value, (A.Num, A.Const))
+                    else f"optional input '{arg.name}?' can be given a name only, not {_given(value)}",
+                    arg.pos,
+                )
+            return dataclasses.replace(arg, name=name)
+        if isinstance(arg, A.ParamArg):
+            return self._param_input(arg)
+        if isinstance(arg, A.RestArg) and arg.name in self.bindings:
+            return dataclasses.replace(arg, name=self.name(arg.name, arg.pos, "a list of inputs"))
+        if isinstance(arg, A.LiteralArg) and arg.bind in self.bindings:
+            return dataclasses.replace(arg, bind=self.name(arg.bind, arg.pos, "a value"))
+        return arg
+
+    def pattern_input(self, value: A.Expr, pos: Position, nested: list[A.Equation], param: str | None = None):
+        """What an instance gives for an input slot, as a pattern input: a name, a literal,
+        ``_``, ``b?``, ``0.5 as half`` or an op call (an equation of its own, in ``nested``
+        after those of its own nested calls, as the parser flattens a nested call)."""
+        if isinstance(value, A.PatternInput):
+            return value.arg
+        name = _value_name(value)
+        if name is not None:
+            return A.VarArg(name, False, pos)
+        number = _number(value)
+        if number is not None:
+            return A.LiteralArg(A.Literal(number, False, pos), None, pos)
+        if isinstance(value, A.Call) and value.is_op:
+            node = self.call_pattern(value, nested)
+            temp = f"${next(self.fresh)}"
+            nested.append(A.Equation((A.Out(temp, False, value.pos),), (node,), value.pos))
+            return A.VarArg(temp, False, value.pos)
+        what = f"'{param}' is given {_given(value)}, read here" if param else f"{_given(value)} is"
+        raise _error(
+            f"{what} as a pattern input (a name, a literal, `_`, `x?`, `0.5 as c` or an op call)",
+            pos if param else getattr(value, "pos", pos),
+        )
+
+    def call_pattern(self, call: A.Call, nested: list[A.Equation]) -> A.OpPattern:
+        """An op call an instance gives, as a pattern node (its inputs are the instance's)."""
+        domain, op = A.split_op_name(call.func)
+        args = tuple(self.pattern_input(a, call.pos, nested) for a in call.args)
+        attrs = []
+        for item in call.attrs or ():
+            if isinstance(item, A.AttrSpread):
+                raise _error(f"...{item.var}: a pattern node matches attributes, it copies none", item.pos)
+            value = None if _is_any(item.value) else item.value
+            if value is not None and _holds_pattern_input(value):
+                raise _error(f"attribute '{item.name}' is given a pattern input", item.pos)
+            attrs.append(A.AttrPattern(item.name, value, item.pos))
+        return A.OpPattern(domain, op, args, tuple(attrs), call.pos)
+
+    def _param_input(self, arg: A.ParamArg) -> A.PatternArg:
+        value = self.bindings.get(arg.param)
+        bind = self.name(arg.bind, arg.pos, "a value")
+        number = _number(value)
+        if number is not None:
+            return A.LiteralArg(A.Literal(number, False, arg.pos), bind, arg.pos)
+        if value is None:
+            raise _error(f"'{arg.param} as {arg.bind}': '{arg.param}' is not a parameter of the rule", arg.pos)
+        raise _error(f"'{arg.param} as {arg.bind}' needs a number for '{arg.param}'", arg.pos)
+
+    # ---- examples
+    def examples(self, sets: Iterable[A.ExampleSet], instance: str, instances: set[str]) -> tuple:
+        """The hints for this instance: those of every instance and its own (``example for
+        A: ...``); an item for a parameter given ``none`` (a value it does not have) goes."""
+        kept = []
+        for group in sets:
+            unknown = sorted(set(group.instances) - instances)
+            if unknown:
+                raise _error(f"example for '{unknown[0]}', which is not an instance of this rule", group.pos)
+            if group.instances and instance not in group.instances:
+                continue
+            items = []
+            for item in group.items:
+                if item.name in self.bindings and _is_none(self.bindings[item.name]):
+                    continue
+                if item.name is not None:
+                    item = dataclasses.replace(item, name=self.name(item.name, item.pos, "a value"))
+                if item.value is not None:
+                    item = dataclasses.replace(item, value=self.expr(item.value))
+                items.append(item)
+            if items:
+                kept.append(dataclasses.replace(group, items=tuple(items), instances=()))
+        return tuple(kept)
+
+
+def instantiate(
+    rule: A.Rule,
+    params: tuple[str, ...],
+    instance: A.Instance,
+    fresh: Iterator[int],
+    instances: Iterable[str] = (),
+) -> A.Rule:
     """One rule of a family: ``rule``'s parameters replaced by the instance's arguments."""
     if len(instance.args) != len(params):
         raise _error(
             f"rule '{rule.name}' takes {len(params)} parameters, instance '{instance.name}' gives {len(instance.args)}",
             instance.pos,
         )
-    ops = {p: a.id for p, a in zip(params, instance.args) if isinstance(a, A.Name) and A.is_op_name(a.id)}
-    names = {p: a.id for p, a in zip(params, instance.args) if isinstance(a, A.Name) and not A.is_op_name(a.id)}
-    values = {p: a for p, a in zip(params, instance.args) if not isinstance(a, A.Name)}
-    # a lower-case name given for a parameter read as a value (a dtype: float) is a value
-    values.update({p: A.Name(n, instance.pos) for p, n in names.items()})
-    subst = Substitution(names=names, values=values, ops=ops)
-    expanded = subst(dataclasses.replace(rule, name=instance.name, family="", pos=rule.pos))
-    root = names.get(rule.root, rule.root)
-    return dataclasses.replace(
-        expanded, name=instance.name, root=root, family=f"{rule.name}({describe_args(instance.args)})"
-    )
+    family = f"{rule.name}({describe_args(instance.args)})"
+    inst = _Instance(dict(zip(params, instance.args)), fresh)
+    try:
+        equations = [new for eq in rule.equations for new in inst.equation(eq)]
+        wheres = [dataclasses.replace(w, expr=_without_true(inst.expr(w.expr))) for w in rule.wheres]
+        lets = [
+            dataclasses.replace(let, name=inst.name(let.name, let.pos, "a value"), expr=inst.expr(let.expr))
+            for let in rule.lets
+            if not (let.name in inst.bindings and _is_any(inst.bindings[let.name]))  # `_`: no such value
+        ]
+        replacement = []
+        for eq in rule.replacement:
+            outs = [inst.out(o) for o in eq.outs]
+            while len(outs) > 1 and outs[-1].name is None:  # outputs left out at the end
+                outs.pop()
+            value = _without_trailing_none(inst.expr(eq.value, nodes=True))
+            replacement.append(dataclasses.replace(eq, outs=tuple(outs), value=value))
+        return dataclasses.replace(
+            rule,
+            name=instance.name,
+            root=inst.name(rule.root, rule.pos, "the root"),
+            equations=tuple(equations),
+            wheres=tuple(w for w in wheres if not _is_true(w.expr)),
+            lets=tuple(lets),
+            examples=inst.examples(rule.examples, instance.name, set(instances) or {instance.name}),
+            replacement=tuple(replacement),
+            family=family,
+        )
+    except RuleError as err:  # the text is the family's: name the instance that fails
+        raise RuleError(f"{err.message} (in {instance.name} = {family})", err.file, err.line, err.column) from None
 
 
 def fresh_counter(start: int = 1_000_000) -> Iterable[int]:
     """Numbers for temporaries made while expanding (past those the parser hands out)."""
     return itertools.count(start)
+
+
+def _number(value: object) -> float | int | bool | None:
+    """The literal a number or true/false argument stands for (None for anything else)."""
+    if isinstance(value, A.Num):
+        return value.value
+    if isinstance(value, A.Const) and isinstance(value.value, bool):
+        return value.value
+    return None

@@ -20,7 +20,8 @@ from ..onnx_facts.schemas import latest_opset
 from ..resources import grammar_text
 from ..text_files import TextFileError, read_text
 from . import ast as A
-from .expand import Constraints, Fragments, fresh_counter, instantiate
+from .expand import Constraints, Fragments, fresh_counter, instantiate, transform
+from .unparse import show
 
 _TOKEN_NAMES = {
     "NAME": "a name",
@@ -125,11 +126,33 @@ class _ToAst(Transformer):
     def dotted(self, children):
         (tok,) = children
         var, _, attr = str(tok).partition(".")
-        if "." in attr:
-            raise RuleError(
-                f"'{tok}' is not an attribute reference (use var.attribute)", self.file, tok.line, tok.column
-            )
+        if "." in attr:  # an op name (an instance's argument); `_plain` refuses it anywhere else
+            return A.Name(str(tok), self._pos(tok))
         return A.AttrRef(var, attr, self._pos(tok))
+
+    def _plain(self, obj):
+        """``obj`` (a rule's expression) with no pattern input and no dotted op name in it:
+        only a family instance's arguments may hold those."""
+
+        def visit(node):
+            if isinstance(node, (A.PatternInput, A.PatternAlternatives)):
+                raise RuleError(
+                    f"'{show(node)}' is a pattern input: only a family instance's argument may be one",
+                    self.file,
+                    node.pos.line,
+                    node.pos.column,
+                )
+            if isinstance(node, A.Name) and "." in node.id:
+                raise RuleError(
+                    f"'{node.id}' is not an attribute reference (use var.attribute)",
+                    self.file,
+                    node.pos.line,
+                    node.pos.column,
+                )
+            return None
+
+        transform(obj, visit)
+        return obj
 
     @v_args(meta=True)
     def none(self, meta, children):
@@ -233,6 +256,32 @@ class _ToAst(Transformer):
         return A.AttrSet(str(children[0]), children[1], self._pos(meta))
 
     @v_args(meta=True)
+    def rattr_any(self, meta, children):
+        return A.AttrSet(str(children[0]), A.PatternInput(A.AnyArg(self._pos(meta)), self._pos(meta)), self._pos(meta))
+
+    # ---- pattern inputs an instance's argument may hold (`_plain` refuses them elsewhere)
+    @v_args(meta=True)
+    def pin_any(self, meta, children):
+        return A.PatternInput(A.AnyArg(self._pos(meta)), self._pos(meta))
+
+    @v_args(meta=True)
+    def pin_optional(self, meta, children):
+        return A.PatternInput(A.VarArg(str(children[0]), True, self._pos(meta)), self._pos(meta))
+
+    @v_args(meta=True)
+    def pin_literal_as(self, meta, children):
+        return A.PatternInput(A.LiteralArg(children[0], str(children[1]), self._pos(meta)), self._pos(meta))
+
+    @v_args(meta=True)
+    def pin_alternatives(self, meta, children):
+        return A.PatternAlternatives(tuple(children), self._pos(meta))
+
+    @v_args(meta=True)
+    def pin_approx(self, meta, children):
+        pos = self._pos(meta)
+        return A.PatternInput(A.LiteralArg(A.Literal(children[0].value, True, pos), None, pos), pos)
+
+    @v_args(meta=True)
     def rattr_shorthand(self, meta, children):
         name = str(children[0])
         return A.AttrSet(name, A.Name(name, self._pos(meta)), self._pos(meta))
@@ -284,7 +333,7 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def pattr_unify(self, meta, children):
-        return A.AttrPattern(str(children[0]), children[1], self._pos(meta))
+        return A.AttrPattern(str(children[0]), self._plain(children[1]), self._pos(meta))
 
     def pattrs(self, children):
         return tuple(c for c in children if c is not None)
@@ -300,6 +349,10 @@ class _ToAst(Transformer):
 
     def alternatives(self, children):
         return tuple(children)
+
+    def node_param(self, children):
+        (tok,) = children
+        return A.NodeParam(str(tok), self._pos(tok))
 
     @v_args(meta=True)
     def out_name(self, meta, children):
@@ -334,11 +387,11 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def where(self, meta, children):
-        return [A.Where(children[0], self._pos(meta))]
+        return [A.Where(self._plain(children[0]), self._pos(meta))]
 
     @v_args(meta=True)
     def let(self, meta, children):
-        return [A.Let(str(children[0]), children[1], self._pos(meta))]
+        return [A.Let(str(children[0]), self._plain(children[1]), self._pos(meta))]
 
     def dim_int(self, children):
         return self._int(children[0])
@@ -367,7 +420,7 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def example_value(self, meta, children):
-        return A.Example(str(children[0]), value=children[1], pos=self._pos(meta))
+        return A.Example(str(children[0]), value=self._plain(children[1]), pos=self._pos(meta))
 
     @v_args(meta=True)
     def example_opset(self, meta, children):
@@ -381,9 +434,13 @@ class _ToAst(Transformer):
             )
         return A.Example(None, opset=opset, pos=self._pos(meta))
 
+    def example_for(self, children):
+        return ("for", self._names(children))
+
     @v_args(meta=True)
     def example(self, meta, children):
-        return [A.ExampleSet(tuple(children), self._pos(meta))]
+        only, *items = children
+        return [A.ExampleSet(tuple(items), self._pos(meta), only[1] if only else ())]
 
     def body(self, children):
         return [item for group in children for item in group]
@@ -401,7 +458,8 @@ class _ToAst(Transformer):
     @v_args(meta=True)
     def constraint_decl(self, meta, children):
         name, *params, expr = children
-        self.constraints.define(A.Constraint(str(name), self._names(params), expr, self._pos(name)), builtin=())
+        constraint = A.Constraint(str(name), self._names(params), self._plain(expr), self._pos(name))
+        self.constraints.define(constraint, builtin=())
         return ("constraint", str(name))
 
     @v_args(meta=True)
@@ -414,21 +472,17 @@ class _ToAst(Transformer):
     def params(self, children):
         return ("params", self._names(children))
 
-    def farg_name(self, children):
-        (tok,) = children
-        return A.Name(str(tok), self._pos(tok))
-
     @v_args(meta=True)
     def instance(self, meta, children):
         name, *args = children
-        return A.Instance(str(name), tuple(args), self._pos(name))
+        return A.Instance(str(name), tuple(self.constraints.inline(a) for a in args), self._pos(name))
 
     def instances(self, children):
         return ("instances", tuple(children))
 
     @v_args(meta=True)
     def requation(self, meta, children):
-        return A.ReplacementEquation(children[0], children[1], self._pos(meta))
+        return A.ReplacementEquation(children[0], self._plain(children[1]), self._pos(meta))
 
     def replacement(self, children):
         return tuple(children)
@@ -491,21 +545,36 @@ class _ToAst(Transformer):
             providers=providers,
         )
         if params is None:
-            for eq in equations:
-                for alt in eq.alternatives:
-                    for arg in alt.args:
-                        if isinstance(arg, A.ParamArg):
-                            raise RuleError(
-                                f"'{arg.param} as {arg.bind}': '{arg.param}' is not a literal "
-                                f"(only a rule's parameter may be)",
-                                self.file,
-                                arg.pos.line,
-                                arg.pos.column,
-                            )
+            self._no_template_parts(rule)
             return rule
         if len(set(params)) != len(params):
             raise RuleError(f"rule {name_tok} names a parameter twice", self.file, name_tok.line, name_tok.column)
-        return [instantiate(rule, params, instance) for instance in instances]
+        names = [i.name for i in instances]
+        return [instantiate(rule, params, instance, self._fresh, names) for instance in instances]
+
+    def _no_template_parts(self, rule: A.Rule) -> None:
+        """A rule without parameters has no literal parameter, node parameter or hints for
+        instances."""
+
+        def refuse(message: str, pos: Position):
+            raise RuleError(message, self.file, pos.line, pos.column)
+
+        for eq in rule.equations:
+            for alt in eq.alternatives:
+                if isinstance(alt, A.NodeParam):
+                    refuse(
+                        f"'{alt.param}' is no op call (only a family's parameter may stand for a pattern node)", alt.pos
+                    )
+                for arg in alt.args:
+                    if isinstance(arg, A.ParamArg):
+                        refuse(
+                            f"'{arg.param} as {arg.bind}': '{arg.param}' is not a literal "
+                            f"(only a rule's parameter may be)",
+                            arg.pos,
+                        )
+        for group in rule.examples:
+            if group.instances:
+                refuse("`example for` names instances: only a rule with parameters has them", group.pos)
 
     # ---- pack
     @v_args(meta=True)
@@ -570,7 +639,8 @@ def _describe_expected(expected: set[str]) -> str:
 def _syntax_error(err: UnexpectedInput, text: str, file: str) -> RuleError:
     line, column = err.line, err.column
     if isinstance(err, UnexpectedCharacters):
-        message = f"unexpected character {text[err.pos_in_stream]!r}"
+        where = err.pos_in_stream
+        message = "unexpected character" + (f" {text[where]!r}" if where is not None else "")
     elif isinstance(err, UnexpectedEOF):
         message = "unexpected end of file" + _describe_expected(set(err.expected))
         lines = text.splitlines() or [""]

@@ -38,7 +38,9 @@ def _show(e: A.Expr, outer: int) -> str:
     if isinstance(e, A.Str):
         return f'"{e.value}"'
     if isinstance(e, A.Const):
-        return {None: "none", True: "true", False: "false"}.get(e.value, str(e.value))
+        if e.value is None or isinstance(e.value, bool):
+            return {None: "none", True: "true", False: "false"}[e.value]
+        return str(e.value)
     if isinstance(e, A.Name):
         return e.id
     if isinstance(e, A.AttrRef):
@@ -65,11 +67,28 @@ def _show(e: A.Expr, outer: int) -> str:
         return f"{_show(e.obj, 10)}[{_show(e.index, 0)}]"
     if isinstance(e, A.Slice):
         return f"{'' if e.lower is None else _show(e.lower, 0)}:{'' if e.upper is None else _show(e.upper, 0)}"
+    if isinstance(e, A.PatternAlternatives):  # an instance's alternatives for a node
+        return " | ".join(_show(o, 0) for o in e.options)
+    if isinstance(e, A.PatternInput):  # an instance's pattern input
+        arg = e.arg
+        if isinstance(arg, A.VarArg):
+            return f"{arg.name}?"
+        if isinstance(arg, A.LiteralArg):
+            text = ("~" if arg.literal.approx else "") + _show(A.Num(arg.literal.value, arg.pos), 0)
+            if isinstance(arg.literal.value, bool):
+                text = "true" if arg.literal.value else "false"
+            return f"{text} as {arg.bind}" if arg.bind else text
+        return "_"
     if isinstance(e, A.Call):
         text = f"{e.func}(" + ", ".join(_show(a, 0) for a in e.args) + ")"
         if e.attrs:
             items = [
-                f"...{a.var}" if isinstance(a, A.AttrSpread) else f"{a.name}: {_show(a.value, 0)}" for a in e.attrs
+                f"...{a.var}"
+                if isinstance(a, A.AttrSpread)
+                else a.name
+                if isinstance(a.value, A.Name) and a.value.id == a.name
+                else f"{a.name}: {_show(a.value, 0)}"
+                for a in e.attrs
             ]
             text += " {" + ", ".join(items) + "}"
         return text
