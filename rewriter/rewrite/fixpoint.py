@@ -55,13 +55,19 @@ class LevelStats:
 
 
 _COMPILED: dict[int, tuple[object, CompiledRule]] = {}
+_MAX_COMPILED = 4096  # rules kept compiled (verify makes a pack per drawn instance)
 
 
 def compiled(rule) -> CompiledRule:
-    """Compile a rule once per process (rules are immutable; the compiled rule holds a
-    rewritten copy, so the cache keeps the rule it was asked for)."""
+    """Compile a rule once per process.  Rules are immutable and compared by identity: the
+    entry holds the rule itself, so its id cannot be reused while the entry lives (hashing
+    a rule's whole tree on every lookup would cost more than the lookup saves).  Bounded:
+    the oldest half goes when full."""
     entry = _COMPILED.get(id(rule))
     if entry is None or entry[0] is not rule:
+        if len(_COMPILED) >= _MAX_COMPILED:
+            for key in list(_COMPILED)[: _MAX_COMPILED // 2]:
+                del _COMPILED[key]
         entry = _COMPILED[id(rule)] = (rule, compile_rule(rule))
     return entry[1]
 
