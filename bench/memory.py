@@ -36,6 +36,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic import chain_model
+
 
 def _block(i: int, x: str, hidden: int, rng: np.random.Generator, nodes: list, inits: list) -> str:
     """Self-attention-like mixing, a residual, decomposed LayerNorm, erf Gelu, an FFN."""
@@ -78,44 +81,39 @@ def build_model(size_mb: int, hidden: int = 1024, seed: int = 0) -> onnx.ModelPr
     blocks = max(1, round(size_mb * 1e6 / (9 * hidden * hidden * 4)))
     for i in range(blocks):
         x = _block(i, x, hidden, rng, nodes, inits)
-    graph = helper.make_graph(
-        nodes,
-        "memory",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 8, hidden])],
-        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 8, hidden])],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
+    return chain_model("memory", nodes, inits, x, hidden)
 
 
 def _transposed(model: onnx.ModelProto) -> onnx.ModelProto:
     """Every 2-D weight stored transposed, read through a Transpose node."""
-    graph = model.graph
-    nodes = []
-    for tensor in graph.initializer:
-        if len(tensor.dims) == 2:
-            array = numpy_helper.to_array(tensor)
-            name = tensor.name
-            tensor.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(array.T), name + "_t"))
-            nodes.append(helper.make_node("Transpose", [name + "_t"], [name], perm=[1, 0]))
-    nodes.extend(graph.node)
-    del graph.node[:]
-    graph.node.extend(nodes)
-    return model
+    return _weights_through(
+        model,
+        "_t",
+        lambda a: np.ascontiguousarray(a.T),
+        lambda src, dst: helper.make_node("Transpose", [src], [dst], perm=[1, 0]),
+    )
 
 
 def _half_cast(model: onnx.ModelProto) -> onnx.ModelProto:
     """Every 2-D weight stored as float16, read through a Cast to float."""
+    return _weights_through(
+        model,
+        "_h",
+        lambda a: a.astype(np.float16),
+        lambda src, dst: helper.make_node("Cast", [src], [dst], to=TensorProto.FLOAT),
+    )
+
+
+def _weights_through(model: onnx.ModelProto, suffix: str, stored, reader) -> onnx.ModelProto:
+    """Every 2-D weight kept as ``stored(array)`` under ``name + suffix`` and read back into
+    its name by the node ``reader(stored_name, name)``, placed first."""
     graph = model.graph
     nodes = []
     for tensor in graph.initializer:
         if len(tensor.dims) == 2:
-            array = numpy_helper.to_array(tensor)
             name = tensor.name
-            tensor.CopyFrom(numpy_helper.from_array(array.astype(np.float16), name + "_h"))
-            nodes.append(helper.make_node("Cast", [name + "_h"], [name], to=TensorProto.FLOAT))
+            tensor.CopyFrom(numpy_helper.from_array(stored(numpy_helper.to_array(tensor)), name + suffix))
+            nodes.append(reader(name + suffix, name))
     nodes.extend(graph.node)
     del graph.node[:]
     graph.node.extend(nodes)

@@ -49,11 +49,16 @@ def synthetic_model(target_nodes: int, seed: int = 0) -> onnx.ModelProto:
     x = "input"
     for i in range(max(1, target_nodes // NODES_PER_BLOCK)):
         x = _block(i, x, rng, nodes, inits)
+    return chain_model("synthetic", nodes, inits, x, HIDDEN)
+
+
+def chain_model(name: str, nodes: list, inits: list, output: str, hidden: int) -> onnx.ModelProto:
+    """Blocks chained from ``input`` [1, 8, hidden] to ``output`` as a model (opset 17, IR 8)."""
     graph = helper.make_graph(
         nodes,
-        "synthetic",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 8, HIDDEN])],
-        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 8, HIDDEN])],
+        name,
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 8, hidden])],
+        [helper.make_tensor_value_info(output, TensorProto.FLOAT, [1, 8, hidden])],
         inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
