@@ -17,7 +17,7 @@ from __future__ import annotations
 from functools import cached_property
 
 import numpy as np
-from onnx import NodeProto, TensorProto, TypeProto, helper, numpy_helper
+from onnx import NodeProto, TensorProto, TypeProto, ValueInfoProto, helper, numpy_helper
 
 from ..expr.shape_values import ShapeFacts, shape_values
 from ..expr.values import EvalFailure
@@ -280,6 +280,7 @@ def refine_computed_shapes(
     improved.  ``view``: see ``resolved_types``."""
 
     improved = 0
+    made: dict[str, tuple[TypeProto, ValueInfoProto]] = {}  # declarations of earlier rounds
     for _ in range(_ROUNDS):
         better = resolved_types(nodes, initializers, types, view)
         if not better:
@@ -287,7 +288,13 @@ def refine_computed_shapes(
         types.update(better)
         improved += len(better)
         # declare what is known for sure; a fresh unk__ name declared would stick
-        declared = [helper.make_value_info(name, t) for name, t in types.items() if name in better or fully_known(t)]
+        declared = []
+        for name, t in types.items():
+            if name in better or fully_known(t):
+                entry = made.get(name)
+                if entry is None or entry[0] is not t:
+                    entry = made[name] = (t, helper.make_value_info(name, t))
+                declared.append(entry[1])
         for name, new in infer(declared).items():
             if known_dim_count(new) > known_dim_count(types.get(name)):
                 types[name] = new

@@ -228,9 +228,10 @@ class Topology:
         for consumer, slot, value in orphans:
             add_edge(_missing(value), consumer, key=slot, value=value, out_slot=0)
         for value in read:  # placeholders only they read from go too
-            missing = _missing(value)
-            if missing in succ and not succ[missing]:
-                self.nx.remove_node(missing)
+            if value not in producer:
+                missing = _missing(value)
+                if missing in succ and not succ[missing]:
+                    self.nx.remove_node(missing)
         return protos
 
     def set_input(self, node_id: NodeId, slot: int, value: str) -> None:
