@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from onnx import GraphProto
+
+from .subgraphs import has_subgraphs, subgraphs_of
+
 
 class FreshNames:
     """Taken value and node names, and fresh ones made from a base."""
@@ -38,3 +42,16 @@ class FreshNames:
             self._suffixes[base] = number
         taken.add(name)
         return name
+
+
+def all_value_names(graph: GraphProto, names: set[str]) -> set[str]:
+    """Every value name in a graph and its subgraphs (fresh names must avoid all of them)."""
+    names.update(vi.name for vi in graph.input)
+    names.update(t.name for t in graph.initializer)
+    for node in graph.node:
+        names.update(node.output)
+        names.update(node.input)
+        if has_subgraphs(node):
+            for sub in subgraphs_of(node):
+                all_value_names(sub, names)
+    return names

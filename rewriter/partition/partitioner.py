@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from onnx import NodeProto
 
-from ..graph.model import ModelState
+from ..graph.state import GraphState
 from ..graph.subgraphs import has_subgraphs, subgraphs_of
 from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY, get_metadata, set_metadata
 from ..onnx_facts.providers import CPU, provider_list, resolve_device, short_name
@@ -57,7 +57,7 @@ def _clear_annotation(node: NodeProto) -> None:
 
 
 def partition(
-    state: ModelState,
+    state: GraphState,
     providers: list[str] | str | None = None,
     layer_assignment: str | None = None,
     kernels: KernelTables = KernelTables(),

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 
 from ..graph.loaded_constants import LoadHook
-from ..graph.model import GraphState
+from ..graph.state import GraphState
 from .common_subexpressions import eliminate_common_subexpressions
 from .constant_folding import LARGE_INPUT, fold_constants
 from .on_load import take_constants

@@ -13,7 +13,7 @@ nodes placed differently (another layering annotation or execution provider).
 
 from __future__ import annotations
 
-from ..graph.model import GraphState
+from ..graph.state import GraphState
 from ..graph.view import GraphView, NodeId
 from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
 from .on_load import contents_key

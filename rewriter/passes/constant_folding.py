@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ..graph.model import GraphState
+from ..graph.state import GraphState
 from ..graph.tensor_data import bits_per_element
 from ..graph.types import tensor_nbytes
 from ..graph.view import GraphView, NodeId

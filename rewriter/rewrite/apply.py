@@ -28,7 +28,7 @@ from onnx import AttributeProto, NodeProto, TensorProto, TypeProto, helper, nump
 from ..dsl import ast as A
 from ..expr.evaluate import evaluate_quietly  # the level runner sets numpy's errstate
 from ..expr.values import EvalFailure, GraphFacts, Ref
-from ..graph.model import GraphState
+from ..graph.state import GraphState
 from ..graph.view import GraphView, NodeId
 from ..match.matcher import Match, attribute_with_default
 from ..onnx_facts.placement import copy_placement

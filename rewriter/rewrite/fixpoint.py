@@ -22,7 +22,7 @@ from ..dsl.ast import Pack
 from ..errors import FixpointError, GrowthError
 from ..expr.budget import end_attempts, start_attempt
 from ..expr.values import EvalFailure
-from ..graph.model import GraphState
+from ..graph.state import GraphState
 from ..graph.view import GraphView, NodeId
 from ..match.matcher import Matcher, RootDispatch
 from ..match.plan import CompiledRule, OpKey, RevisitMove, compile_rule
