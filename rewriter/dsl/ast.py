@@ -32,6 +32,7 @@ from ..expr.syntax import (
     conjuncts,
     is_op_name,
     names_read,
+    operands,
     split_op_name,
 )
 
@@ -80,6 +81,7 @@ __all__ = [
     "conjuncts",
     "is_op_name",
     "names_read",
+    "operands",
     "split_op_name",
     "spread_names",
 ]

@@ -122,7 +122,7 @@ class _Checker:
             for arg in expr.args:
                 self.check_expr(arg, scope)
         else:
-            for child in _children(expr):
+            for child in A.operands(expr):
                 self.check_expr(child, scope, allow_ops)
 
     # --------------------------------------------------------------- a rule
@@ -349,24 +349,6 @@ def _values_read(expr: A.Expr) -> set[str]:
             found |= _values_read(arg)
         return found
     return set()
-
-
-def _children(expr: A.Expr):
-    if isinstance(expr, A.ListExpr):
-        return expr.items
-    if isinstance(expr, A.Unary):
-        return (expr.operand,)
-    if isinstance(expr, A.Binary):
-        return (expr.left, expr.right)
-    if isinstance(expr, A.Compare):
-        return expr.operands
-    if isinstance(expr, A.BoolOp):
-        return expr.values
-    if isinstance(expr, A.Index):
-        return (expr.obj, expr.index)
-    if isinstance(expr, A.Slice):
-        return tuple(e for e in (expr.lower, expr.upper) if e is not None)
-    return ()
 
 
 def check_pack(pack: A.Pack) -> list[RuleError]:

@@ -156,21 +156,29 @@ def names_read(expr: Expr) -> set[str]:
                     stack.append(attr.value)
                 else:
                     names.add(attr.var)
-        elif isinstance(e, (ListExpr,)):
-            stack.extend(e.items)
-        elif isinstance(e, (Compare,)):
-            stack.extend(e.operands)
-        elif isinstance(e, BoolOp):
-            stack.extend(e.values)
-        elif isinstance(e, Unary):
-            stack.append(e.operand)
-        elif isinstance(e, Binary):
-            stack.extend((e.left, e.right))
-        elif isinstance(e, Index):
-            stack.extend((e.obj, e.index))
-        elif isinstance(e, Slice):
-            stack.extend(x for x in (e.lower, e.upper) if x is not None)
+        else:
+            stack.extend(operands(e))
     return names
+
+
+def operands(expr: Expr) -> tuple[Expr, ...]:
+    """The subexpressions an operator, a list, an index or a slice reads (a call's arguments
+    and attributes are the caller's to walk: ops and functions treat them differently)."""
+    if isinstance(expr, ListExpr):
+        return tuple(expr.items)
+    if isinstance(expr, Unary):
+        return (expr.operand,)
+    if isinstance(expr, Binary):
+        return (expr.left, expr.right)
+    if isinstance(expr, Compare):
+        return tuple(expr.operands)
+    if isinstance(expr, BoolOp):
+        return tuple(expr.values)
+    if isinstance(expr, Index):
+        return (expr.obj, expr.index)
+    if isinstance(expr, Slice):
+        return tuple(e for e in (expr.lower, expr.upper) if e is not None)
+    return ()
 
 
 def conjuncts(expr: Expr) -> list[Expr]:
