@@ -4,6 +4,8 @@ point at the text and name the instance."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from helpers import assert_same_outputs, init, model, ops, optimize_with, tensor
@@ -313,11 +315,11 @@ def test_what_an_instance_does_not_have_it_gives_as_underscore_or_none():
     _same_rules(
         """
 rule Norm(total, eps2, mask, k, ok) root s
-  for Plain(_, _, none, _, true), Shared(s, e, b, k, not single_use(s)) {
+  for Plain(_, _, none, _, true), Shared(s, eps, b, k, not single_use(s)) {
     s = Add(a, b)
-    y = LayerNormalization(s, g) {epsilon: e}
-  let k = e * 2.0
-  where rank(a) == 3 and ok and e > 0
+    y = LayerNormalization(s, g) {epsilon: eps}
+  let k = eps * 2.0
+  where rank(a) == 3 and ok and eps > 0
   example a: [B, S, H], g: [H], mask: [B, S, H]
   =>
     y, _, _, total = com.microsoft.SkipLayerNormalization(a, b, g, none, mask) {epsilon: eps2}
@@ -326,18 +328,18 @@ rule Norm(total, eps2, mask, k, ok) root s
         """
 rule Plain root s {
     s = Add(a, b)
-    y = LayerNormalization(s, g) {epsilon: e}
-  where rank(a) == 3 and e > 0
+    y = LayerNormalization(s, g) {epsilon: eps}
+  where rank(a) == 3 and eps > 0
   example a: [B, S, H], g: [H]
   => y = com.microsoft.SkipLayerNormalization(a, b, g)
 }
 rule Shared root s {
     s = Add(a, b)
-    y = LayerNormalization(s, g) {epsilon: e}
-  let k = e * 2.0
-  where rank(a) == 3 and not single_use(s) and e > 0
+    y = LayerNormalization(s, g) {epsilon: eps}
+  let k = eps * 2.0
+  where rank(a) == 3 and not single_use(s) and eps > 0
   example a: [B, S, H], g: [H], b: [B, S, H]
-  => y, _, _, s = com.microsoft.SkipLayerNormalization(a, b, g, none, b) {epsilon: e}
+  => y, _, _, s = com.microsoft.SkipLayerNormalization(a, b, g, none, b) {epsilon: eps}
 }
 """,
     )
@@ -455,3 +457,81 @@ def test_an_instance_that_makes_a_bad_rule_is_a_check_error_naming_it():
         rewriter.load_pack_text(text, "mine.rules")
     assert "unknown op 'Nope'" in err.value.message and "(in B = R(Nope(x)))" in err.value.message
     assert (err.value.line, err.value.column) == (2, 28)  # the call, in the instance's argument
+
+
+# Found by an adversarial pass: texts the expansion accepted with another meaning than they
+# read, or expanded for minutes.  Each is now one located error.
+def _chain(kind: str, levels: int) -> str:
+    if kind == "constraint":
+        lines = ["constraint c0(a) = a > 0"] + [
+            f"constraint c{i}(a) = c{i - 1}(a) and c{i - 1}(a)" for i in range(1, levels)
+        ]
+    else:
+        lines = ["fragment F0(x, y) { y = Relu(x) }"] + [
+            f"fragment F{i}(x, y) {{ use F{i - 1}(x, y) use F{i - 1}(x, y) }}" for i in range(1, levels)
+        ]
+    return "pack p level 1\n" + "\n".join(lines) + "\n"
+
+
+ACCEPTED_WITH_ANOTHER_MEANING = [
+    (  # a typo: the template reads K, so each instance's 0 / 1 was ignored
+        "rule N(Op, k) root y for AddZero(Add, 0), MulOne(Mul, 1) {\n"
+        " y = Op(x, K)\n where rank(K) <= rank(x)\n => y = x }",
+        "parameter 'k' is never used",
+    ),
+    (  # the parameter replaced the constant e inside the constraint: isclose(k, k)
+        "constraint near_e(c) = isclose(c, e)\n"
+        "rule R(e) root y for A(k) {\n y = Mul(x, e)\n where near_e(e)\n => y = x }",
+        "parameter 'e' is named like a constant",
+    ),
+    (  # B(Gelu(z)) became a call of the constraint: the pattern lost its Gelu node
+        "constraint Gelu(a) = a\nrule R(p) root y for A(Relu(z)), B(Gelu(z)) {\n y = Add(x, p)\n => y = Neg(x) }",
+        "constraint 'Gelu' is named like an op",
+    ),
+    (  # {alpha: e}: the checker read a capture, the matcher compared with 2.718...
+        "rule R(al) root y for A(e), B(a) {\n y = LeakyRelu(x) {alpha: al}\n where al > 0\n => y = Neg(x) }",
+        "'e' names a constant, so this would compare, not capture",
+    ),
+    (  # `_` for an output the rule reads: Add's input matched anything
+        "rule R(t) root z for WithIndices(i), NoIndices(_) {\n y, t = TopK(x, k)\n z = Add(y, t)\n => z = Neg(y) }",
+        "'t' is given `_`, which leaves out an output the rule also reads",
+    ),
+    (  # the last alpha silently won
+        "rule R(t) root y for A(alpha) {\n y = LeakyRelu(x) {alpha: _}\n => y = Elu(x) {t: 1.0, alpha: 2.0} }",
+        "attribute 'alpha' of Elu is given twice",
+    ),
+    (  # an op's place given a function: y = const(x)
+        "rule R(Fused) root y for A(const) {\n y = Relu(x)\n => y = Fused(x) }",
+        "'Fused' stands for an op here: give it an op name",
+    ),
+    (  # a fragment's own name renamed by the family: x = Relu(x), a cycle
+        "fragment F(a, b) { t = Relu(a)  b = Neg(t) }\n"
+        "rule R(t) root y for A(z) {\n use F(x, y)\n where rank(t) > 0\n => y = Neg(x) }",
+        "parameter 't' is also a name inside fragment 'F'",
+    ),
+    (_chain("constraint", 20).removeprefix("pack p level 1\n"), "expands to more than 5000 terms"),
+    (_chain("fragment", 22).removeprefix("pack p level 1\n"), "expands to more than 5000 terms"),
+    (
+        "constraint c0(a) = [a]\n"
+        + "\n".join(f"constraint c{i}(a) = c{i - 1}(c{i - 1}(a))" for i in range(1, 10))
+        + "\nrule R root y { y = Relu(x) where len(c9(x)) > 0 => y = x }",
+        "levels of nesting",
+    ),
+    (  # instances times template: 1000 x 150 terms
+        "rule R(k) root y for "
+        + ", ".join(f"I{i}({i})" for i in range(1000))
+        + " {\n y = Add(x, k)\n where "
+        + " and ".join(f"rank(x) != {j}" for j in range(1, 60))
+        + "\n => y = x }",
+        "the pack expands to more than 100000 terms",
+    ),
+]
+
+
+@pytest.mark.parametrize("text, message", ACCEPTED_WITH_ANOTHER_MEANING)
+def test_what_would_mean_something_else_or_explode_is_a_located_error(text, message, tmp_path):
+    path = tmp_path / "hostile.rules"
+    path.write_text("pack p level 1\n" + text + "\n")
+    with pytest.raises(RuleError, match=re.escape(message)) as caught:
+        rewriter.load_pack_text(path.read_text(), str(path))
+    assert caught.value.line > 0 and caught.value.file == str(path)

@@ -77,6 +77,14 @@ class _Checker:
         if n_outputs > info.max_outputs:
             self.error(f"{op} has at most {info.max_outputs} outputs, got {n_outputs}", pos)
 
+    def check_once(self, names: list[str], positions: list[Position], op: str) -> None:
+        """An attribute named twice on one node (the last would silently win)."""
+        seen: set[str] = set()
+        for name, pos in zip(names, positions):
+            if name in seen:
+                self.error(f"attribute '{name}' of {op} is given twice", pos)
+            seen.add(name)
+
     def check_attr_name(self, info: OpInfo | None, name: str, op: str, pos: Position) -> None:
         if info is not None and name not in info.attributes:
             close = difflib.get_close_matches(name, list(info.attributes), n=1)
@@ -159,8 +167,15 @@ class _Checker:
         for eq in rule.equations:
             for alt in eq.alternatives:
                 info = op_signature(alt.domain, alt.op)
+                self.check_once([attr.name for attr in alt.attrs], [attr.pos for attr in alt.attrs], alt.op)
                 for attr in alt.attrs:
                     self.check_attr_name(info, attr.name, alt.op, attr.pos)
+                    if isinstance(attr.value, A.Name) and attr.value.id in CONSTANTS:
+                        self.error(
+                            f"attribute '{attr.name}': '{attr.value.id}' names a constant, so this would "
+                            f"compare, not capture (capture it under another name, or write the number)",
+                            attr.value.pos,
+                        )
                     if (
                         isinstance(attr.value, A.Name)
                         and attr.value.id not in scope.tensors
@@ -269,6 +284,8 @@ class _Checker:
         info = self.op_info(domain, op, call.pos)
         self.check_arity(info, len(call.args), n_outputs, False, op, call.pos, required_inputs=len(call.args))
         attr_scope = _Scope(scope.tensors | pattern_scope.tensors, scope.produced, scope.scalars)
+        named = [a for a in call.attrs or () if isinstance(a, A.AttrSet)]
+        self.check_once([a.name for a in named], [a.pos for a in named], op)
         for attr in call.attrs or ():
             if isinstance(attr, A.AttrSpread):
                 if attr.var not in scope.produced:

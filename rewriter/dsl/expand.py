@@ -20,8 +20,11 @@ ever see plain rules.
   instance ``A``; a ``where`` conjunct given ``true`` drops out.  Misuse is an error at the
   parameter's place in the template, naming the instance.
 
-Definitions come before their uses, so the file reads top-down; the expansion is bounded
-(``MAX_DEPTH`` nested uses, each definition expanded once per use).
+Definitions come before their uses, so the file reads top-down.  Expansion is bounded,
+so that a few hundred bytes cannot ask for an exponential amount of work: a definition's
+expanded body has at most ``MAX_EXPANDED_TERMS`` terms and ``MAX_EXPANDED_DEPTH`` levels
+(constraints calling constraints twice double at each level), and a pack's rules after
+expansion at most ``MAX_PACK_TERMS`` terms in all (instances times template size).
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ from ..expr.functions import CONSTANTS, FUNCTIONS
 from . import ast as A
 from .unparse import show
 
-MAX_DEPTH = 16  # constraints calling constraints, fragments using fragments
+MAX_EXPANDED_TERMS = 5_000  # terms of one expanded constraint, fragment or rule (the largest bundled rule: 375)
+MAX_EXPANDED_DEPTH = 100  # levels of an expanded expression (as the parser's MAX_NESTING)
+MAX_PACK_TERMS = 100_000  # terms of a whole pack after expansion (the bundled extended pack: about 4,000)
 
 # fields of rule objects that hold a name of the rule's (renamed by a substitution)
 _NAME_FIELDS: dict[type, tuple[str, ...]] = {
@@ -57,6 +62,78 @@ _NAME_FIELDS: dict[type, tuple[str, ...]] = {
 
 def _error(message: str, pos: Position) -> RuleError:
     return RuleError(message, pos.file, pos.line, pos.column)
+
+
+def expanded_size(obj, what: str, pos: Position, limit: int = MAX_EXPANDED_TERMS) -> int:
+    """How many terms (rule objects) ``obj`` holds; an error past ``limit`` terms or
+    ``MAX_EXPANDED_DEPTH`` levels of nesting, found without recursion and without walking
+    further than the limit."""
+    count = 0
+    stack: list[tuple[object, int]] = [(obj, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (tuple, list)):
+            stack.extend((x, depth) for x in item)
+            continue
+        if not dataclasses.is_dataclass(item) or isinstance(item, Position):
+            continue
+        count += 1
+        if count > limit:
+            raise _error(f"{what} expands to more than {limit} terms", pos)
+        if depth > MAX_EXPANDED_DEPTH:
+            raise _error(f"{what} expands to more than {MAX_EXPANDED_DEPTH} levels of nesting", pos)
+        stack.extend((getattr(item, f.name), depth + 1) for f in dataclasses.fields(item))
+    return count
+
+
+def names_in(obj) -> list[str]:
+    """Every name a rule text holds, once per place: values, outputs, ops, functions,
+    attributes, parameters (not string literals, not file names)."""
+    found: list[str] = []
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, (tuple, list)):
+            stack.extend(item)
+        elif dataclasses.is_dataclass(item) and not isinstance(item, (Position, A.Str)):
+            stack.extend(getattr(item, f.name) for f in dataclasses.fields(item) if f.name not in ("file", "domain"))
+    return found
+
+
+RESERVED = frozenset({"true", "false", "none", "_"})  # words of the language, never a parameter
+
+
+def check_family_params(
+    params: tuple[str, ...],
+    template: object,
+    used_fragments: Iterable[A.Fragment],
+    constraints: Iterable[str],
+    pos: Position,
+) -> None:
+    """A family's parameters are substituted wherever their names appear in the expanded
+    template; refuse what would make that mean something else than the text reads: a
+    parameter the template never writes (a typo: the instance's argument would be dropped),
+    one named like a constant, dtype, function, constraint or language word (it would
+    replace that too), one that is a name inside a fragment the template uses (it would
+    rename the fragment's own value or op)."""
+    own = set(names_in(template))
+    taken = set(CONSTANTS) | set(DTYPES) | set(FUNCTIONS) | RESERVED | set(constraints)
+    for param in params:
+        if param in taken:
+            raise _error(f"parameter '{param}' is named like a constant, type, function or word of the language", pos)
+        if param not in own:
+            raise _error(
+                f"parameter '{param}' is never used in the rule (its instances' arguments would be dropped)", pos
+            )
+        for fragment in used_fragments:
+            if param in set(names_in(fragment.body)) - set(fragment.params):
+                raise _error(
+                    f"parameter '{param}' is also a name inside fragment '{fragment.name}' (rename one: "
+                    f"the instance's argument would replace the fragment's own '{param}')",
+                    pos,
+                )
 
 
 def transform(obj, visit: Callable[[object], object | None]):
@@ -134,7 +211,14 @@ class Constraints:
             )
         if len(set(constraint.params)) != len(constraint.params):
             raise _error(f"constraint '{constraint.name}' names a parameter twice", constraint.pos)
+        if A.is_op_name(constraint.name):
+            raise _error(
+                f"constraint '{constraint.name}' is named like an op (a constraint is called like a function: "
+                f"start it lower-case)",
+                constraint.pos,
+            )
         body = self.inline(constraint.expr)
+        expanded_size(body, f"constraint '{constraint.name}'", constraint.pos)
         stray = A.names_read(body) - set(constraint.params) - set(DTYPES) - set(CONSTANTS) - set(builtin)
         if stray:
             raise _error(
@@ -190,6 +274,7 @@ class Fragments:
         if len(set(fragment.params)) != len(fragment.params):
             raise _error(f"fragment '{fragment.name}' names a parameter twice", fragment.pos)
         body = tuple(self.expand(fragment.body))
+        expanded_size(body, f"fragment '{fragment.name}'", fragment.pos)
         if not any(isinstance(i, A.Equation) for i in body):
             raise _error(f"fragment '{fragment.name}' has no equation", fragment.pos)
         self.defined[fragment.name] = dataclasses.replace(fragment, body=body)
@@ -379,9 +464,10 @@ class _Instance:
             return transform_inside(renamed, self._visit_expr)
         if isinstance(obj, A.Call) and obj.func in self.bindings:
             value = self.bindings[obj.func]
-            func = _op_name(value) or _value_name(value)
-            if func is None:
-                raise _error(f"'{obj.func}' stands for an op here: give it an op name, not {_given(value)}", obj.pos)
+            func = _op_name(value) if A.is_op_name(obj.func) else _value_name(value)
+            if func is None or A.is_op_name(func) != A.is_op_name(obj.func):
+                kind = "an op" if A.is_op_name(obj.func) else "a function"
+                raise _error(f"'{obj.func}' stands for {kind} here: give it {kind} name, not {_given(value)}", obj.pos)
             return transform_inside(dataclasses.replace(obj, func=func), self._visit_expr)
         return None
 
@@ -552,6 +638,14 @@ def instantiate(
     family = f"{rule.name}({describe_args(instance.args)})"
     inst = _Instance(dict(zip(params, instance.args)), fresh)
     try:
+        outputs = {name for eq in rule.equations for name in eq.out_names}
+        for param, value in inst.bindings.items():
+            if _is_any(value) and param in outputs and names_in(rule).count(param) > 1:
+                raise _error(
+                    f"'{param}' is given `_`, which leaves out an output the rule also reads "
+                    f"(the read would match anything)",
+                    instance.pos,
+                )
         equations = [new for eq in rule.equations for new in inst.equation(eq)]
         wheres = [dataclasses.replace(w, expr=_without_true(inst.expr(w.expr))) for w in rule.wheres]
         lets = [

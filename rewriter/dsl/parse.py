@@ -20,7 +20,16 @@ from ..onnx_facts.schemas import latest_opset
 from ..resources import grammar_text
 from ..text_files import TextFileError, read_text
 from . import ast as A
-from .expand import Constraints, Fragments, fresh_counter, instantiate, transform
+from .expand import (
+    MAX_PACK_TERMS,
+    Constraints,
+    Fragments,
+    check_family_params,
+    expanded_size,
+    fresh_counter,
+    instantiate,
+    transform,
+)
 from .unparse import show
 
 _TOKEN_NAMES = {
@@ -68,6 +77,7 @@ class _ToAst(Transformer):
         # reuse, defined before use (the transformer visits the file top-down)
         self.constraints = Constraints()
         self.fragments = Fragments(fresh_counter())
+        self.pack_terms = 0  # terms of the rules expanded so far (expand.MAX_PACK_TERMS)
 
     def _pos(self, meta_or_token) -> Position:
         return Position(getattr(meta_or_token, "line", 0) or 0, getattr(meta_or_token, "column", 0) or 0, self.file)
@@ -523,9 +533,24 @@ class _ToAst(Transformer):
                 name_tok.line,
                 name_tok.column,
             )
+        if params is not None:
+            defined = self.fragments.defined
+            used = [defined[u.name] for u in body if isinstance(u, A.Use) and u.name in defined]
+            check_family_params(params, (body, replacement, root), used, self.constraints.defined, self._pos(name_tok))
         body = self.fragments.expand(body)
         body = [self.constraints.inline(item) for item in body]
         replacement = self.constraints.inline(replacement)
+        rule_pos = self._pos(name_tok)
+        terms = expanded_size((body, replacement), f"rule {name_tok}", rule_pos) * max(1, len(instances))
+        self.pack_terms += terms
+        if self.pack_terms > MAX_PACK_TERMS:
+            raise RuleError(
+                f"the pack expands to more than {MAX_PACK_TERMS} terms by rule {name_tok}"
+                + (f" ({len(instances)} instances)" if instances else ""),
+                self.file,
+                name_tok.line,
+                name_tok.column,
+            )
         equations = tuple(i for i in body if isinstance(i, A.Equation))
         if root is None:
             if not equations or not equations[-1].out_names:
@@ -707,6 +732,12 @@ def parse_pack(text: str, file: str = "<rules>") -> A.Pack:
         if isinstance(inner, RuleError):
             inner.snippet = inner.snippet or snippet(text, inner.line, inner.column)
             raise inner from None
+        if isinstance(inner, (RecursionError, MemoryError)):  # past what the bounds foresaw
+            meta = getattr(err.obj, "meta", None)
+            line, column = getattr(meta, "line", 1), getattr(meta, "column", 1)
+            raise RuleError(
+                "too deeply nested or too large to expand", file, line, column, snippet(text, line, column)
+            ) from None
         raise
     return pack
 
