@@ -75,14 +75,15 @@ def expanded_size(obj, what: str, pos: Position, limit: int = MAX_EXPANDED_TERMS
         if isinstance(item, (tuple, list)):
             stack.extend((x, depth) for x in item)
             continue
-        if not dataclasses.is_dataclass(item) or isinstance(item, Position):
+        names = _field_names(type(item))
+        if not names:
             continue
         count += 1
         if count > limit:
             raise _error(f"{what} expands to more than {limit} terms", pos)
         if depth > MAX_EXPANDED_DEPTH:
             raise _error(f"{what} expands to more than {MAX_EXPANDED_DEPTH} levels of nesting", pos)
-        stack.extend((getattr(item, f.name), depth + 1) for f in dataclasses.fields(item))
+        stack.extend((getattr(item, name), depth + 1) for name in names)
     return count
 
 
@@ -97,8 +98,8 @@ def names_in(obj) -> list[str]:
             found.append(item)
         elif isinstance(item, (tuple, list)):
             stack.extend(item)
-        elif dataclasses.is_dataclass(item) and not isinstance(item, (Position, A.Str)):
-            stack.extend(getattr(item, f.name) for f in dataclasses.fields(item) if f.name not in ("file", "domain"))
+        elif not isinstance(item, A.Str):
+            stack.extend(getattr(item, name) for name in _field_names(type(item)) if name not in ("file", "domain"))
     return found
 
 
@@ -148,16 +149,44 @@ def transform(obj, visit: Callable[[object], object | None]):
 def transform_inside(obj, visit: Callable[[object], object | None]):
     """``transform`` of ``obj``'s parts (not of ``obj`` itself)."""
     if isinstance(obj, tuple):
-        return tuple(transform(item, visit) for item in obj)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, (type, Position)):
+        items = tuple(transform(item, visit) for item in obj)
+        return obj if all(a is b for a, b in zip(items, obj)) else items
+    names = _field_names(type(obj))
+    if names:
         changes = {}
-        for f in dataclasses.fields(obj):
-            value = getattr(obj, f.name)
+        for name in names:
+            value = getattr(obj, name)
             new = transform(value, visit)
             if new is not value:
-                changes[f.name] = new
+                changes[name] = new
         return dataclasses.replace(obj, **changes) if changes else obj
     return obj
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(kind: type) -> tuple[str, ...]:
+    """The fields of a rule object's class (none for anything else), looked up once."""
+    names = _FIELDS.get(kind)
+    if names is None:
+        rule_object = dataclasses.is_dataclass(kind) and kind is not Position
+        names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind)) if rule_object else ()
+    return names
+
+
+def calls_any(obj, functions: dict) -> bool:
+    """Whether ``obj`` holds a call of one of ``functions`` (read only: nothing rebuilt)."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tuple):
+            stack.extend(item)
+        elif isinstance(item, A.Call) and item.func in functions:
+            return True
+        else:
+            stack.extend(getattr(item, name) for name in _field_names(type(item)))
+    return False
 
 
 # ------------------------------------------------------------------------- substitution
@@ -230,6 +259,9 @@ class Constraints:
     def inline(self, obj):
         """Every call of a defined constraint in ``obj`` replaced by its body (bodies were
         inlined when defined: no depth to bound)."""
+
+        if not self.defined or not calls_any(obj, self.defined):
+            return obj
 
         def visit(node):
             if isinstance(node, A.Call) and node.func in self.defined:
