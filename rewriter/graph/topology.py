@@ -206,33 +206,41 @@ class Topology:
     def remove_nodes(self, node_ids: Iterable[NodeId]) -> list[NodeProto]:
         """Delete nodes at once; readers outside them keep reading the values they produced
         (from placeholders).  Reads among the deleted nodes simply go with them."""
-        node_ids = list(node_ids)
-        gone = set(node_ids)
-        nodes, succ, producer = self._nodes, self._succ, self._producer
+        node_ids = tuple(node_ids)
+        gone = set(node_ids) if len(node_ids) > 1 else node_ids
+        nodes, succ, producer, by_op = self._nodes, self._succ, self._producer, self._by_op
         orphans: list[tuple[NodeId, Slot, str]] = []
+        read: list[str] = []
+        protos: list[NodeProto] = []
         for node_id in node_ids:
             attrs = nodes[node_id]
+            self._forget(node_id, attrs)
             for out in attrs["outputs"]:
                 if out and producer.get(out, (None,))[0] == node_id:
                     del producer[out]
             for consumer, keyed in succ[node_id].items():
                 if consumer not in gone:
                     orphans.extend((consumer, slot, data["value"]) for slot, data in keyed.items())
+            inputs = attrs["inputs"]
+            read.extend(inputs)
+            read.extend(attrs.get("implicit", ()))
             self._count -= 1
-            self._input_total -= len(attrs["inputs"])
-            self._by_op[attrs["key"]].pop(node_id, None)
-        protos = [nodes[n]["proto"] for n in node_ids]
-        read = [value for n in node_ids for _, value in self._reads(nodes[n])]
+            self._input_total -= len(inputs)
+            by_op[attrs["key"]].pop(node_id, None)
+            protos.append(attrs["proto"])
         self.nx.remove_nodes_from(node_ids)  # (and their edges)
         add_edge = self.nx.add_edge
         for consumer, slot, value in orphans:
             add_edge(_missing(value), consumer, key=slot, value=value, out_slot=0)
         for value in read:  # placeholders only they read from go too
-            if value not in producer:
+            if value and value not in producer:
                 missing = _missing(value)
                 if missing in succ and not succ[missing]:
                     self.nx.remove_node(missing)
         return protos
+
+    def _forget(self, node_id: NodeId, attrs: dict[str, Any]) -> None:
+        """Called for each node removed, before it goes (a subclass drops what it remembers)."""
 
     def set_input(self, node_id: NodeId, slot: int, value: str) -> None:
         """Make input ``slot`` of a node read ``value`` instead."""
@@ -353,6 +361,15 @@ class Topology:
         return [(c, s) for c, keyed in readers.items() for s in keyed]
 
     consumer_slots = consumers  # (kept for callers that only iterate)
+
+    def consumer_keys(self, value: str) -> frozenset[tuple[str, str]]:
+        """(domain, op type) of the nodes reading ``value`` (the matcher's root checks)."""
+        nodes = self._nodes
+        entry = self._producer.get(value)
+        if entry is not None and not (type(entry[0]) is int and len(nodes[entry[0]]["outputs"]) > 1):
+            readers = self._succ[entry[0]]
+            return frozenset([nodes[c]["key"] for c in readers if type(c) is int])
+        return frozenset([nodes[c]["key"] for c, _ in self.consumers(value) if type(c) is int])
 
     def consumer_count(self, value: str) -> int:
         entry = self._producer.get(value)

@@ -120,16 +120,13 @@ class GraphView(Topology):
             yield copy, (index, 0), inputs
 
     # ------------------------------------------------------------------------ mutation
-    def remove_nodes(self, node_ids: Iterable[NodeId]) -> list[NodeProto]:
-        """Delete nodes (see Topology.remove_nodes) and what is remembered about them."""
-        node_ids = list(node_ids)
-        for node_id in node_ids:
-            for out in self._nodes[node_id]["outputs"]:
-                self._const_cache.pop(out, None)
-            self._attributes.pop(node_id, None)
-            self._metadata.pop(node_id, None)
-            self._inferred_nodes.discard(node_id)
-        return super().remove_nodes(node_ids)
+    def _forget(self, node_id: NodeId, attrs: dict) -> None:
+        """What is remembered about a node being removed (see Topology.remove_nodes)."""
+        for out in attrs["outputs"]:
+            self._const_cache.pop(out, None)
+        self._attributes.pop(node_id, None)
+        self._metadata.pop(node_id, None)
+        self._inferred_nodes.discard(node_id)
 
     def rename_value(self, old: str, new: str) -> list[NodeId]:
         """Give value ``old`` the free name ``new`` everywhere (producer and readers)."""

@@ -285,12 +285,7 @@ class Neighborhood:
         found = self._consumers.get(slot)
         if found is None:
             outputs = self.view.outputs(self.root)
-            node_key = self.view.node_key
-            found = (
-                frozenset(node_key(c) for c, _ in self.view.consumer_slots(outputs[slot]))
-                if slot < len(outputs) and outputs[slot]
-                else frozenset()
-            )
+            found = self.view.consumer_keys(outputs[slot]) if slot < len(outputs) and outputs[slot] else frozenset()
             self._consumers[slot] = found
         return found
 
@@ -366,9 +361,8 @@ class RootDispatch:
             else:
                 outputs = view.outputs(root)
                 if slot < len(outputs) and outputs[slot]:
-                    node_key = view.node_key
-                    for consumer, _ in view.consumer_slots(outputs[slot]):
-                        bits |= table.get(node_key(consumer), 0)
+                    for key in view.consumer_keys(outputs[slot]):
+                        bits |= table.get(key, 0)
         chosen = self._chosen.get(bits)
         if chosen is None:
             chosen = self._chosen[bits] = tuple(
