@@ -43,7 +43,7 @@ class Topology:
         self.nx = OnnxNetwork()
         self.names = names
         self._nodes: dict[Any, dict[str, Any]] = self.nx.node_table  # node -> its attributes
-        self._succ = self.nx.successor_table  # node -> consumer -> slot -> edge attributes
+        self._out_edges = self.nx.successor_table  # node -> consumer -> slot -> edge attributes
         self._producer: dict[str, tuple[NodeId | SourceKey, int]] = {}
         self._by_op: dict[tuple[str, str], dict[NodeId, None]] = {}
         self._ids = itertools.count()
@@ -120,7 +120,7 @@ class Topology:
     def _adopt_readers(self, value: str, source: NodeId | SourceKey, out_slot: int) -> None:
         """Readers of ``value`` that waited on its placeholder now read it from ``source``."""
         missing = _missing(value)
-        readers = self._succ.get(missing)
+        readers = self._out_edges.get(missing)
         if readers is None:
             return
         reads = [(consumer, slot) for consumer, keyed in readers.items() for slot in keyed]
@@ -134,7 +134,7 @@ class Topology:
         """Readers of values ``source`` produced (it is about to go) wait on placeholders."""
         reads = [
             (consumer, slot, data["value"])
-            for consumer, keyed in self._succ[source].items()
+            for consumer, keyed in self._out_edges[source].items()
             if consumer != source
             for slot, data in keyed.items()
         ]
@@ -149,7 +149,7 @@ class Topology:
     def _disconnect(self, node_id: NodeId, slot: Slot, value: str) -> None:
         source, _ = self._source_of(value)
         self.nx.remove_edge(source, node_id, key=slot)
-        if type(source) is tuple and source[0] == "missing" and not self._succ[source]:
+        if type(source) is tuple and source[0] == "missing" and not self._out_edges[source]:
             self.nx.remove_node(source)
 
     def _load(self, entries: Iterable[tuple[NodeProto, tuple[int, int], list[str]]]) -> None:
@@ -208,7 +208,7 @@ class Topology:
         (from placeholders).  Reads among the deleted nodes simply go with them."""
         node_ids = tuple(node_ids)
         gone = set(node_ids) if len(node_ids) > 1 else node_ids
-        nodes, succ, producer, by_op = self._nodes, self._succ, self._producer, self._by_op
+        nodes, succ, producer, by_op = self._nodes, self._out_edges, self._producer, self._by_op
         orphans: list[tuple[NodeId, Slot, str]] = []
         read: list[str] = []
         protos: list[NodeProto] = []
@@ -350,10 +350,10 @@ class Topology:
         carry it; subgraph reads have a str slot."""
         entry = self._producer.get(value)
         if entry is None:
-            readers = self._succ.get(_missing(value))
+            readers = self._out_edges.get(_missing(value))
             return [(c, s) for c, keyed in readers.items() for s in keyed] if readers else []
         source = entry[0]
-        readers = self._succ[source]
+        readers = self._out_edges[source]
         if not readers:
             return []
         if type(source) is int and len(self._nodes[source]["outputs"]) > 1:  # edges of other outputs too
@@ -367,17 +367,17 @@ class Topology:
         nodes = self._nodes
         entry = self._producer.get(value)
         if entry is not None and not (type(entry[0]) is int and len(nodes[entry[0]]["outputs"]) > 1):
-            readers = self._succ[entry[0]]
+            readers = self._out_edges[entry[0]]
             return frozenset([nodes[c]["key"] for c in readers if type(c) is int])
         return frozenset([nodes[c]["key"] for c, _ in self.consumers(value) if type(c) is int])
 
     def consumer_count(self, value: str) -> int:
         entry = self._producer.get(value)
         if entry is None:
-            readers = self._succ.get(_missing(value))
+            readers = self._out_edges.get(_missing(value))
             return sum(map(len, readers.values())) if readers else 0
         source = entry[0]
-        readers = self._succ[source]
+        readers = self._out_edges[source]
         if not readers:
             return 0
         if type(source) is int and len(self._nodes[source]["outputs"]) > 1:
@@ -396,7 +396,7 @@ class Topology:
 
     def downstream(self, node_id: NodeId) -> Iterator[NodeId]:
         """Readers of the node's outputs (subgraph reads included), once per read."""
-        for consumer, keyed in self._succ[node_id].items():
+        for consumer, keyed in self._out_edges[node_id].items():
             for _ in keyed:
                 yield consumer
 

@@ -238,7 +238,7 @@ def _run(state: GraphState, nodes: list[onnx.NodeProto], initializers: list[Tens
 _ORT_SAFE_IR = 10  # every onnxruntime this project supports loads IR 10
 
 
-def _predicted_bytes(view: GraphView, node_id: NodeId) -> int | None:
+def _expected_bytes(view: GraphView, node_id: NodeId) -> int | None:
     """What a node's outputs will hold, known before evaluating it: from their inferred
     types, else bounded by the inputs for ops that cannot make more; None if unknown."""
     total = 0
@@ -281,7 +281,7 @@ def _plan(view: GraphView, node_ids: list[NodeId]) -> list[list[NodeId]]:
         inputs = [i for i in view.inputs(node_id) if i]
         if not all(i in kept or view.is_initializer(i) for i in inputs):
             continue  # reads a value that will not be folded
-        made = _predicted_bytes(view, node_id)
+        made = _expected_bytes(view, node_id)
         if made is None:
             continue
         read = sum(_nbytes(view, i) for i in inputs)
