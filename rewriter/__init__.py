@@ -13,6 +13,7 @@ from .dsl import Pack, Rule, check_pack, load_pack, load_pack_text
 from .errors import ArgumentError, FixpointError, GrowthError, ModelError, RewriterError, RuleError
 from .expr.functions import register_predicate
 from .graph.model_io import load_model, save_model
+from .onnx_facts.validity import check_model, register_onnxruntime_schemas
 from .pipeline import Report, Result, bundled_packs, optimize, parse_level
 from .verify import verify
 
@@ -30,12 +31,14 @@ __all__ = [
     "Rule",
     "RuleError",
     "bundled_packs",
+    "check_model",
     "check_pack",
     "load_model",
     "load_pack",
     "load_pack_text",
     "optimize",
     "parse_level",
+    "register_onnxruntime_schemas",
     "register_predicate",
     "save_model",
     "verify",

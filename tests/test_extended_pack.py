@@ -8,6 +8,8 @@ import pytest
 from helpers import check_rule, init, model, ops, tensor
 from onnx import TensorProto, helper
 
+import rewriter
+
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(3)
 
@@ -278,6 +280,24 @@ def test_quick_gelu_fusion_carries_alpha():
     assert np.isclose(helper.get_attribute_value(after.graph.node[0].attribute[0]), 1.702)
 
 
+def test_silu_is_quick_gelu_with_alpha_one():
+    m = model(
+        [helper.make_node("Sigmoid", ["x"], ["g"]), helper.make_node("Mul", ["x", "g"], ["y"])],
+        [tensor("x", F, [2, 8])],
+        [tensor("y", F, [2, 8])],
+    )
+    after = check(m, "SiluFusion", True)
+    assert ops(after) == {"QuickGelu": 1}
+    assert helper.get_attribute_value(after.graph.node[0].attribute[0]) == 1.0
+    # x * sigmoid(z) of another value is no SiLU
+    other = model(
+        [helper.make_node("Sigmoid", ["z"], ["g"]), helper.make_node("Mul", ["x", "g"], ["y"])],
+        [tensor("x", F, [2, 8]), tensor("z", F, [2, 8])],
+        [tensor("y", F, [2, 8])],
+    )
+    check(other, "SiluFusion", False)
+
+
 def decomposed_layer_norm(opset=17, axes=(-1,), residual=False, eps=1e-5):
     x = "x"
     nodes = []
@@ -423,7 +443,7 @@ def rewriter_extended(before: onnx.ModelProto) -> onnx.ModelProto:
 
     after = rewriter.optimize(before, level="extended", providers="CPU").model
     assert_same_outputs(before, after, atol=1e-4)
-    onnx.checker.check_model(after, full_check=True)
+    rewriter.check_model(after, full_check=True)
     return after
 
 
@@ -562,6 +582,17 @@ def test_rms_norm_fusion():
     assert ops(rewriter_extended(rms_norm_graph(reciprocal=True))) == {"RMSNormalization": 1}
 
 
+def test_rms_norm_before_opset_23_is_simplified_layer_norm_and_the_output_checks():
+    """The final norm of LLaMA-style exports has no residual: onnxruntime's ONNX-domain
+    SimplifiedLayerNormalization; onnx's checker knows it once rewriter registers it."""
+    after = check(rms_norm_graph(opset=18), "SimplifiedLayerNormFusion", True, atol=1e-4)
+    assert ops(after) == {"SimplifiedLayerNormalization": 1}
+    assert after.graph.node[0].domain == ""
+    rewriter.check_model(after)  # (onnx.checker alone: "No Op registered")
+    check(rms_norm_graph(opset=18, axis=1), "SimplifiedLayerNormFusion", False)
+    check(rms_norm_graph(), "SimplifiedLayerNormFusion", False)  # opset 23: RMSNormalization
+
+
 def test_rms_norm_over_a_residual_is_skip_simplified_layer_norm_at_any_opset():
     after = check(rms_norm_graph(opset=18, residual=True), "SkipRMSNormDecomposed", True, atol=1e-4)
     assert ops(after) == {"SkipSimplifiedLayerNormalization": 1}
@@ -611,6 +642,6 @@ def test_embed_layer_norm_fusion(shared_sum):
 
     for x, y in zip(run(before, feeds), run(after, feeds)):
         np.testing.assert_allclose(x, y, atol=1e-5)
-    onnx.checker.check_model(after, full_check=True)
+    rewriter.check_model(after, full_check=True)
     # ids go through Mod by the table's rows: Gather reads negative ids from the end
     assert ops(after) == {"EmbedLayerNormalization": 1, "Cast": 2, "Mod": 2}

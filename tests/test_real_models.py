@@ -144,7 +144,7 @@ def test_all_levels_lay_convolutions_out_like_onnxruntime(name):
     original = onnx.load(str(path))
     result = rewriter.optimize(original, level="all", providers="CPU")
     assert_same_outputs(original, result.model, atol=1e-4)
-    onnx.checker.check_model(result.model, full_check=True)
+    rewriter.check_model(result.model, full_check=True)
     nchwc = Counter(n.op_type for n in result.model.graph.node if n.domain == "com.microsoft.nchwc")
     assert nchwc["Conv"] > 0 and nchwc["ReorderOutput"] > 0
     assert len(result.model.graph.node) <= ort_node_count(path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)

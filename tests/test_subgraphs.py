@@ -53,7 +53,7 @@ def test_eliminations_apply_inside_if_branches():
     result = rewriter.optimize(m, level="basic")
     assert branches(result.model) == {"then_branch": ["Neg"], "else_branch": ["Abs"]}
     assert result.report.applied("IdentityElimination") == 2
-    onnx.checker.check_model(result.model, full_check=True)
+    rewriter.check_model(result.model, full_check=True)
     run_both_branches(m, result.model)
 
 
@@ -86,7 +86,7 @@ def test_loop_body_is_optimized_and_reads_outer_values():
     result = rewriter.optimize(m, level="basic")
     loop = [n for n in result.model.graph.node if n.op_type == "Loop"][0]
     assert [n.op_type for n in loop.attribute[0].g.node] == ["Identity", "Add"]  # cond copy stays
-    onnx.checker.check_model(result.model, full_check=True)
+    rewriter.check_model(result.model, full_check=True)
     assert_same_outputs(m, result.model)
 
 
@@ -109,7 +109,7 @@ def test_nested_subgraphs_are_optimized_too():
     ].name == "then_branch" else m.graph.node[1].attribute[1].g.CopyFrom(outer_then)
     result = rewriter.optimize(m, level="basic")
     assert "Identity" not in str(result.model.graph)
-    onnx.checker.check_model(result.model, full_check=True)
+    rewriter.check_model(result.model, full_check=True)
     run_both_branches(m, result.model)
 
 
@@ -162,10 +162,10 @@ def function_model() -> onnx.ModelProto:
 
 def test_model_local_functions_are_optimized_and_stay_valid():
     before = function_model()
-    onnx.checker.check_model(before, full_check=True)
+    rewriter.check_model(before, full_check=True)
     result = rewriter.optimize(before, level="extended", providers="CPU")
     after = result.model
-    onnx.checker.check_model(after, full_check=True)
+    rewriter.check_model(after, full_check=True)
     body = [n.op_type for n in after.functions[0].node]
     assert "Identity" not in body and "Identity" not in [n.op_type for n in after.graph.node]
     assert body.count("Cast") == 1 and body.count("LeakyRelu") == 1  # caller's attributes: kept

@@ -26,6 +26,7 @@ from ..expr.dtypes import DTYPES
 from ..expr.evaluate import evaluate
 from ..expr.values import EvalFailure, GraphFacts
 from ..onnx_facts.schemas import find_schema, latest_opset, normalize_domain
+from ..onnx_facts.validity import check_model
 from .choices import chance, permutation, pick
 from .compare import random_feeds, run_model
 from .inputs import BROADCASTING, NodeContext, Spec, attribute_candidates, broadcast_partner, input_spec
@@ -903,7 +904,7 @@ def _draw_instance(data, rule: A.Rule, stratum: Stratum) -> Instance:
         outputs = wrapped
     model = builder.model(outputs)
     try:
-        onnx.checker.check_model(model, full_check=True)
+        check_model(model, full_check=True)
     except Exception as err:
         raise Reject(f"invalid model: {str(err).splitlines()[0][:200]}") from None
     return Instance(model, builder.near_miss, builder.draws, builder.input_ranges, builder.input_shapes)
