@@ -217,6 +217,15 @@ def test_conv_activation_fusion(activation):
     assert [helper.get_attribute_value(a) for a in node.attribute if a.name == "pads"] == [[1, 1, 1, 1]]
 
 
+def test_conv_hard_sigmoid_is_fused_conv_with_alpha_and_beta():
+    """MobileNetV3's squeeze-excitation gate (Conv then HardSigmoid)."""
+    node = helper.make_node("HardSigmoid", ["c"], ["y"], alpha=1 / 6, beta=0.5)
+    after = check(conv_then([node]), "ConvHardSigmoidFusion", True)
+    assert ops(after) == {"FusedConv": 1}
+    attrs = {a.name: helper.get_attribute_value(a) for a in after.graph.node[0].attribute}
+    assert attrs["activation"] == b"HardSigmoid" and np.allclose(attrs["activation_params"], [1 / 6, 0.5])
+
+
 def test_conv_leaky_relu_and_clip_fusions_carry_their_parameters():
     after = check(conv_then([helper.make_node("LeakyRelu", ["c"], ["y"], alpha=0.2)]), "ConvLeakyReluFusion", True)
     params = [helper.get_attribute_value(a) for a in after.graph.node[0].attribute if a.name == "activation_params"]
