@@ -535,3 +535,15 @@ def test_what_would_mean_something_else_or_explode_is_a_located_error(text, mess
     with pytest.raises(RuleError, match=re.escape(message)) as caught:
         rewriter.load_pack_text(path.read_text(), str(path))
     assert caught.value.line > 0 and caught.value.file == str(path)
+
+
+def test_a_mistake_in_a_family_is_reported_once_with_how_many_instances_it_fails():
+    text = (
+        "pack p level 1\n"
+        "rule R(k) root y for " + ", ".join(f"I{i}({i})" for i in range(500)) + " {\n"
+        "    y = Add(x, k)\n  where rank(x) >= 1 and nosuchfn(x)\n  => y = x\n}\n"
+    )
+    errors = rewriter.check_pack(rewriter.dsl.parse_pack(text, "fam.rules"))
+    assert len(errors) == 1
+    assert errors[0].message == "unknown function 'nosuchfn' (in I0 = R(0); and 499 more instances)"
+    assert (errors[0].line, errors[0].column) == (4, 26)

@@ -371,9 +371,35 @@ def _values_read(expr: A.Expr) -> set[str]:
 def check_pack(pack: A.Pack) -> list[RuleError]:
     """Every static problem of a pack, in source order (empty when it is fine)."""
     expect(pack, A.Pack, "check_pack()'s pack")
-    pack_errors, by_rule = _Checker(pack).check_pack()
-    errors = pack_errors + [e for found in by_rule.values() for e in found]
+    checker = _Checker(pack)
+    pack_errors, by_rule = checker.check_pack()
+    families = {r.name: r.family for r in pack.rules}
+    errors = pack_errors + _one_per_family_place(by_rule, families)
     return sorted(errors, key=lambda e: (e.line, e.column))
+
+
+def _one_per_family_place(by_rule: dict[str, list[RuleError]], families: dict[str, str]) -> list[RuleError]:
+    """A mistake in a family's text fails every instance at the same place: report it once,
+    naming the first instance and how many more (500 instances made 500 lines)."""
+    first: dict[tuple, RuleError] = {}
+    more: dict[tuple, int] = {}
+    plain: list[RuleError] = []
+    for name, found in by_rule.items():
+        suffix = f" (in {name} = {families.get(name)})"
+        for error in found:
+            if not families.get(name) or not error.message.endswith(suffix):
+                plain.append(error)
+                continue
+            key = (error.file, error.line, error.column, error.message[: -len(suffix)])
+            if key in first:
+                more[key] = more.get(key, 0) + 1
+            else:
+                first[key] = error
+    for key, count in more.items():
+        error = first[key]
+        message = f"{error.message[:-1]}; and {count} more instance{'s' * (count != 1)})"
+        first[key] = RuleError(message, error.file, error.line, error.column, error.snippet)
+    return plain + list(first.values())
 
 
 def check_rules(pack: A.Pack) -> tuple[list[RuleError], dict[str, list[RuleError]]]:
