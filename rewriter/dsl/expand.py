@@ -121,6 +121,7 @@ def check_family_params(
     rename the fragment's own value or op)."""
     own = set(names_in(template))
     taken = set(CONSTANTS) | set(DTYPES) | set(FUNCTIONS) | RESERVED | set(constraints)
+    inside = [(f.name, set(names_in(f.body)) - set(f.params)) for f in used_fragments]
     for param in params:
         if param in taken:
             raise _error(f"parameter '{param}' is named like a constant, type, function or word of the language", pos)
@@ -128,10 +129,10 @@ def check_family_params(
             raise _error(
                 f"parameter '{param}' is never used in the rule (its instances' arguments would be dropped)", pos
             )
-        for fragment in used_fragments:
-            if param in set(names_in(fragment.body)) - set(fragment.params):
+        for fragment_name, names in inside:
+            if param in names:
                 raise _error(
-                    f"parameter '{param}' is also a name inside fragment '{fragment.name}' (rename one: "
+                    f"parameter '{param}' is also a name inside fragment '{fragment_name}' (rename one: "
                     f"the instance's argument would replace the fragment's own '{param}')",
                     pos,
                 )

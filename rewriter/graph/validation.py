@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import onnx
 from onnx import ModelProto, TensorProto
+from onnx import __version__ as ONNX_VERSION
 
 from ..errors import ModelError
 from ..onnx_facts.schemas import find_schema, latest_opset
@@ -19,7 +20,7 @@ def check_versions(model: ModelProto, opsets: dict[str, int]) -> None:
     if not 1 <= model.ir_version <= onnx.IR_VERSION:
         raise ModelError(
             f"IR version {model.ir_version} is not one this engine knows "
-            f"(onnx {onnx.__version__} reads 1 to {onnx.IR_VERSION})"
+            f"(onnx {ONNX_VERSION} reads 1 to {onnx.IR_VERSION})"
         )
     for domain, version in opsets.items():
         if domain not in ("", "ai.onnx.ml", "ai.onnx.training", "ai.onnx.preview.training"):
@@ -28,7 +29,7 @@ def check_versions(model: ModelProto, opsets: dict[str, int]) -> None:
         if not 1 <= version <= latest:
             raise ModelError(
                 f"opset {version} of {domain or 'ai.onnx'} is not one this engine knows "
-                f"(onnx {onnx.__version__} knows 1 to {latest})"
+                f"(onnx {ONNX_VERSION} knows 1 to {latest})"
             )
 
 

@@ -99,14 +99,30 @@ def _from_onnx(schema: onnx.defs.OpSchema) -> OpInfo:
     )
 
 
+def ort_attribute(attr) -> tuple[int, AttributeProto | None]:
+    """An onnxruntime schema attribute's type and default (None when it has none).  The
+    default is only bound as ``_default_value`` (a serialized AttributeProto): onnxruntime's
+    Python schema API has no public name for it."""
+    raw = getattr(attr, "_default_value", b"")
+    default = AttributeProto.FromString(raw) if raw else None
+    if default is not None and default.type == AttributeProto.UNDEFINED:
+        default = None
+    return (int(attr.type.value) if hasattr(attr.type, "value") else int(attr.type)), default
+
+
+@lru_cache(maxsize=1)
+def ort_operator_schemas() -> tuple:
+    """onnxruntime's operator schemas (every domain and version); empty without onnxruntime."""
+    try:
+        from onnxruntime.capi import _pybind_state as ort_state
+
+        return tuple(ort_state.get_all_operator_schema())
+    except Exception:  # onnxruntime missing or without the schema API: ONNX ops only
+        return ()
+
+
 def _from_ort(schema) -> OpInfo:
-    attributes = {}
-    for name, attr in schema.attributes.items():
-        raw = getattr(attr, "_default_value", b"")
-        default = AttributeProto.FromString(raw) if raw else None
-        if default is not None and default.type == AttributeProto.UNDEFINED:
-            default = None
-        attributes[name] = (int(attr.type.value) if hasattr(attr.type, "value") else int(attr.type), default)
+    attributes = {name: ort_attribute(attr) for name, attr in schema.attributes.items()}
 
     def formal(params):
         return tuple((p.typeStr, str(p.option).endswith("Variadic")) for p in params)
@@ -135,14 +151,8 @@ def _from_ort(schema) -> OpInfo:
 
 @lru_cache(maxsize=1)
 def _ort_schemas() -> dict[tuple[str, str], list[OpInfo]]:
-    try:
-        from onnxruntime.capi import _pybind_state as ort_state
-
-        raw = ort_state.get_all_operator_schema()
-    except Exception:  # onnxruntime missing or without the schema API: ONNX ops only
-        return {}
     table: dict[tuple[str, str], list[OpInfo]] = {}
-    for schema in raw:
+    for schema in ort_operator_schemas():
         # the standard domain is onnx.defs' — onnxruntime's entries there are kept as a
         # fallback for the ops it adds to it (LayerNormalization before opset 17,
         # SimplifiedLayerNormalization)

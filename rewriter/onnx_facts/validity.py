@@ -19,8 +19,10 @@ from functools import lru_cache
 
 import onnx
 import onnx.defs
-from onnx import AttributeProto, ModelProto
+from onnx import ModelProto
 from onnx.defs import OpSchema
+
+from .schemas import ort_attribute, ort_operator_schemas
 
 
 def check_model(model: ModelProto | str | os.PathLike, full_check: bool = True) -> None:
@@ -34,12 +36,7 @@ def check_model(model: ModelProto | str | os.PathLike, full_check: bool = True) 
 def register_onnxruntime_schemas() -> tuple[str, ...]:
     """Register with onnx the ops onnxruntime defines in the default domain that onnx lacks
     (every version onnxruntime has); returns their names.  Idempotent."""
-    try:
-        from onnxruntime.capi import _pybind_state as ort_state
-
-        raw = ort_state.get_all_operator_schema()
-    except Exception:  # onnxruntime missing or without the schema API: nothing to add
-        return ()
+    raw = ort_operator_schemas()
     known = {schema.name for schema in onnx.defs.get_all_schemas_with_history() if schema.domain == ""}
     added: list[str] = []
     for schema in sorted(raw, key=lambda s: (s.name, s.since_version)):
@@ -67,12 +64,11 @@ def _to_onnx(schema) -> OpSchema:
 
     attributes = []
     for name, attr in schema.attributes.items():
-        raw = getattr(attr, "_default_value", b"")  # (serialized AttributeProto; no public field)
-        default = AttributeProto.FromString(raw) if raw else None
-        kind = OpSchema.AttrType(int(attr.type.value) if hasattr(attr.type, "value") else int(attr.type))  # type: ignore[call-arg]  # onnx stubs: an int enum at run time
-        if default is not None and default.type != AttributeProto.UNDEFINED:
+        type_number, default = ort_attribute(attr)
+        if default is not None:
             attributes.append(OpSchema.Attribute(name, default, attr.description))
         else:
+            kind = OpSchema.AttrType(type_number)  # type: ignore[call-arg]  # onnx stubs: an int enum at run time
             attributes.append(OpSchema.Attribute(name, kind, attr.description, required=bool(attr.required)))
     return OpSchema(
         schema.name,
