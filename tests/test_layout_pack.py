@@ -72,10 +72,92 @@ def test_weights_are_padded_to_the_block_and_the_padding_is_dropped():
     assert helper.get_attribute_value(reorder.attribute[0]) == 4
 
 
-def test_unaligned_input_channels_are_left_in_nchw():
+def test_unaligned_channels_stay_blocked_with_zero_padded_weights():
+    # as ONNX Runtime does: block + 4 channels are padded to two blocks on both weight axes
     block = nchwc_block_size()
     after = layout(conv_chain(channels=(3, block + 4, block + 4), pool=False))
-    assert [n.op_type for n in after.graph.node if n.domain == "" and n.op_type == "Conv"] == ["Conv"]
+    ops = nchwc_ops(after)
+    assert ops["Conv"] == 2 and ops["ReorderInput"] == 0 and ops["ReorderOutput"] == 1
+    weights = {i.name: i for i in after.graph.initializer}
+    second = [n for n in after.graph.node if n.op_type == "Conv"][1]
+    assert list(weights[second.input[1]].dims) == [2 * block, 2 * block, 3, 3]
+
+
+def test_channels_reorder_input_cannot_pad_are_left_in_nchw():
+    # ReorderInput pads only multiples of 4 channels
+    block = nchwc_block_size()
+    after = layout(conv_chain(channels=(block + 2, block), pool=False))
+    assert not nchwc_ops(after) and [n.op_type for n in after.graph.node] == ["FusedConv"]
+
+
+def conv(x, y, w, cin, cout, group=1):
+    inits = [init(w, RNG.standard_normal((cout, cin // group, 3, 3)).astype(np.float32) * 0.2)]
+    return helper.make_node("Conv", [x, w], [y], pads=[1, 1, 1, 1], group=group), inits
+
+
+def blocked_model(nodes_inits, channels, out_channels, size=6):
+    nodes = [n for n, _ in nodes_inits]
+    inits = [i for _, ii in nodes_inits for i in ii]
+    return model(
+        nodes, [tensor("x", F, [1, channels, size, size])], [tensor("y", F, [1, out_channels, size, size])], inits
+    )
+
+
+def test_depthwise_convolutions_of_unaligned_channels_run_blocked():
+    block = nchwc_block_size()
+    c = block + 8
+    before = blocked_model(
+        [conv("x", "a", "w0", 8, c), conv("a", "b", "w1", c, c, group=c), conv("b", "y", "w2", c, c)], 8, c
+    )
+    before.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 8
+    after = layout(before)
+    convs = [n for n in after.graph.node if n.op_type == "Conv"]
+    assert [n.domain for n in convs] == ["com.microsoft.nchwc"] * 3
+    groups = {a.name: helper.get_attribute_value(a) for a in convs[1].attribute}["group"]
+    assert groups == 2 * block  # the padded channels are groups of their own
+    assert nchwc_ops(after)["ReorderOutput"] == 1
+
+
+def test_activations_sums_and_concats_run_on_blocked_tensors():
+    block = nchwc_block_size()
+    c = 2 * block
+    nodes = [
+        conv("x", "a", "w0", block, c),
+        conv("x", "b", "w1", block, c),
+        (helper.make_node("Sigmoid", ["a"], ["s"]), []),
+        (helper.make_node("Mul", ["a", "s"], ["m"]), []),  # SiLU as two blocked ops
+        (helper.make_node("Add", ["m", "b"], ["t"]), []),
+        (helper.make_node("Concat", ["t", "m"], ["k"], axis=1), []),
+        conv("k", "y", "w2", 2 * c, c),
+    ]
+    after = layout(blocked_model(nodes, block, c))
+    # SiLU became QuickGelu (extended), the Add the second Conv's Sum input; all stay blocked
+    assert [n.op_type for n in after.graph.node if n.domain != "com.microsoft.nchwc"] == ["QuickGelu", "Concat"]
+    assert nchwc_ops(after) == {"ReorderInput": 1, "Conv": 3, "ReorderOutput": 1}
+
+
+def test_a_residual_add_becomes_the_convolutions_sum_input():
+    block = nchwc_block_size()
+    nodes = [
+        conv("x", "a", "w0", block, block),
+        conv("a", "b", "w1", block, block),
+        (helper.make_node("Add", ["a", "b"], ["y"]), []),
+    ]
+    after = layout(blocked_model(nodes, block, block))
+    assert "Add" not in {n.op_type for n in after.graph.node}
+    assert max(len(n.input) for n in after.graph.node if n.op_type == "Conv") == 4
+
+
+def test_a_transpose_to_channels_last_is_the_reorder_itself():
+    block = nchwc_block_size()
+    nodes = [conv("x", "a", "w0", block, block), (helper.make_node("Transpose", ["a"], ["y"], perm=[0, 2, 3, 1]), [])]
+    before = model(
+        [n for n, _ in nodes], [tensor("x", F, [1, block, 6, 6])], [tensor("y", F, [1, 6, 6, block])], nodes[0][1]
+    )
+    after = layout(before)
+    assert "Transpose" not in {n.op_type for n in after.graph.node}
+    reorder = next(n for n in after.graph.node if n.op_type == "ReorderOutput")
+    assert {a.name: helper.get_attribute_value(a) for a in reorder.attribute}["channels_last"] == 1
 
 
 def test_layout_runs_only_for_the_cpu_provider():

@@ -204,3 +204,16 @@ def test_constant_nodes_never_block_partitioning():
     )
     names, report, _ = placed(m, "CUDA")
     assert names == {"k": CUDA, "add": CUDA} and report.warnings == []
+
+
+def test_an_op_onnxruntime_inlines_goes_where_its_body_runs_without_a_warning():
+    # HardSwish has no kernel anywhere: onnxruntime inlines its body (HardSigmoid, Mul)
+    swish = annotated(("a", "HardSwish", None))
+    names, report, _ = placed(swish, "CPU")
+    assert names == {"a": CPU} and report.warnings == []
+    names, report, _ = placed(swish, "CUDA")
+    assert names == {"a": CUDA} and report.warnings == []
+    unknown = model([helper.make_node("Foo", ["x"], ["y"], name="f", domain="ex")], [tensor("x", F, [2])],
+                    [tensor("y", F, [2])], domains=["ex"])
+    names, report, _ = placed(unknown, "CPU")
+    assert names == {"f": CPU} and any("no provider has a kernel" in w for w in report.warnings)

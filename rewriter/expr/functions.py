@@ -226,8 +226,13 @@ def _is_float(graph: GraphFacts, *args):
 
 @_register("same_shape", 2, None, graph=True)
 def _same_shape(graph: GraphFacts, *args):
-    """same_shape(a, b, ...): all shapes known and equal (symbolic dims by name)."""
-    shapes = [_shape_of(graph, a, "same_shape") for a in args]
+    """same_shape(a, b, ...): all shapes known and equal (symbolic dims by name).  An unknown
+    shape, whole or one dim, is false, not a failure: ``same_shape(r, s) or same_shape(t, u)``
+    holds when either pair is known to agree."""
+    try:
+        shapes = [_shape_of(graph, a, "same_shape") for a in args]
+    except EvalFailure:
+        return False
     if any(d is None for s in shapes for d in s):
         return False
     return all(s == shapes[0] for s in shapes[1:])
@@ -486,6 +491,19 @@ def _take(x, indices):
         return [seq[i] for i in positions]
     except IndexError:
         raise EvalFailure("take() index out of range") from None
+
+
+@_value_fn("inverse_perm", 1, 1)
+def _inverse_perm(perm):
+    """inverse_perm(p): the permutation q that undoes p (transpose(transpose(x, p), q) is x)."""
+    axes = _ints(perm, "inverse_perm")
+    budget.charge_elements(len(axes), budget.POINTER_BYTES, "a list")
+    if sorted(axes) != list(range(len(axes))):
+        raise EvalFailure(f"inverse_perm() takes a permutation, not {axes}")
+    inverse = [0] * len(axes)
+    for position, axis in enumerate(axes):
+        inverse[axis] = position
+    return inverse
 
 
 def _reduce(name: str, fn: Callable) -> None:

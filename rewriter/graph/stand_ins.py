@@ -6,9 +6,13 @@ down that asks for a rank or a shape would refuse.  For inference only, each fus
 replaced by standard nodes whose outputs have the same types: an elementwise op by an
 Identity, FusedMatMul by MatMul, FusedConv by Conv, FusedGemm by Gemm, MultiHeadAttention
 by an Einsum of q and v ([B, S, D] x [B, T, Dv] -> [B, S, Dv]), Attention by a MatMul with a
-stub weight of the per-projection width.  An op not listed, or a form not covered (a
-transposing FusedMatMul, packed or 4-D attention inputs), is left out: its outputs stay
-unknown, as before.  The model itself is never changed.
+stub weight of the per-projection width.  The NCHWc ops (com.microsoft.nchwc) of the layout
+level: their Conv and pools by the standard ones (a blocked tensor is typed as its padded
+NCHW shape), ReorderInput by a Pad of the channels up to the block (after a Transpose from
+NHWC), ReorderOutput by a Slice of the logical channels (and a Transpose to NHWC).  An op
+not listed, or a form not covered (a transposing FusedMatMul, packed or 4-D attention
+inputs), is left out: its outputs stay unknown, as before.  The model itself is never
+changed.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from onnx import AttributeProto, NodeProto, TensorProto, helper
+
+from ..onnx_facts.nchwc import nchwc_block_size
 
 _ELEMENTWISE = {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasSoftmax", "BiasDropout"}
 _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
@@ -29,6 +35,8 @@ def stand_ins(
 
     ``type_of(value)`` gives a value's (element type, dims) when known."""
 
+    if node.domain == "com.microsoft.nchwc":
+        return _nchwc_stand_ins(node, type_of)
     if node.domain != "com.microsoft":
         return None
     op, ins, outs = node.op_type, list(node.input), list(node.output)
@@ -64,6 +72,51 @@ def stand_ins(
         width = int(sizes[2]) if sizes else weight[1] // 3
         stub = TensorProto(name=f"{outs[0]}__stand_in_weight", data_type=elem_type, dims=[weight[0], width])
         return [_node("MatMul", [ins[0], stub.name], outs[:1])], [stub]
+    return None
+
+
+_POOL_ATTRS = ("auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides")
+
+
+def _nchwc_stand_ins(
+    node: NodeProto, type_of: Callable[[str], tuple[int, list] | None]
+) -> tuple[list[NodeProto], list[TensorProto]] | None:
+    op, ins, outs = node.op_type, list(node.input), list(node.output)
+    attrs = {a.name: a for a in node.attribute}
+    if op == "Conv":
+        return [_node("Conv", ins[:3], outs[:1], [attrs[a] for a in _CONV_ATTRS if a in attrs])], []
+    if op in ("MaxPool", "AveragePool"):
+        return [_node(op, ins[:1], outs[:1], [attrs[a] for a in _POOL_ATTRS if a in attrs])], []
+    if op in ("GlobalAveragePool", "GlobalMaxPool"):
+        return [_node(op, ins[:1], outs[:1])], []
+    last = bool(helper.get_attribute_value(attrs["channels_last"])) if "channels_last" in attrs else False
+    if op == "ReorderInput":
+        known = type_of(ins[0])
+        block = nchwc_block_size()
+        if known is None or len(known[1]) != 4 or block is None:
+            return None
+        channels = known[1][3 if last else 1]
+        if not isinstance(channels, int):
+            return None
+        nodes, source = [], ins[0]
+        if last:
+            source = f"{outs[0]}__stand_in_nchw"
+            nodes.append(_node("Transpose", ins[:1], [source], [helper.make_attribute("perm", [0, 3, 1, 2])]))
+        padding = [0, 0, 0, 0, 0, -channels % block, 0, 0]
+        pads = helper.make_tensor(f"{outs[0]}__stand_in_pads", TensorProto.INT64, [8], padding)
+        nodes.append(_node("Pad", [source, pads.name], outs[:1]))
+        return nodes, [pads]
+    if op == "ReorderOutput" and "channels" in attrs:
+        channels = int(helper.get_attribute_value(attrs["channels"]))
+        bounds = [
+            helper.make_tensor(f"{outs[0]}__stand_in_{name}", TensorProto.INT64, [1], [value])
+            for name, value in (("starts", 0), ("ends", channels), ("axes", 1))
+        ]
+        sliced = f"{outs[0]}__stand_in_nchw" if last else outs[0]
+        nodes = [_node("Slice", [ins[0], *(b.name for b in bounds)], [sliced])]
+        if last:
+            nodes.append(_node("Transpose", [sliced], outs[:1], [helper.make_attribute("perm", [0, 2, 3, 1])]))
+        return nodes, bounds
     return None
 
 

@@ -75,7 +75,7 @@ def light_model(
     graph.output.extend(src.output if outputs is None else outputs)
     graph.value_info.extend(src.value_info if value_info is None else value_info)
     stubs = _with_stand_ins(graph, nodes, initializers)
-    graph.initializer.extend(stubs)  # headers only: shapes for inference, never data
+    graph.initializer.extend(stubs)  # headers, or the few ints a stand-in's Pad/Slice reads
     for tensor in initializers:
         if _numel(tensor) <= _SMALL_TENSOR and tensor.data_location != TensorProto.EXTERNAL:
             graph.initializer.append(tensor)
@@ -339,9 +339,11 @@ def _stand_in_types(
     if replacement is None:
         return {}
     known = dict(input_types)
+    data = {stub.name: stub for stub in replacement[1] if stub.raw_data or stub.int64_data}
     for stub in replacement[1]:
         known[stub.name] = tensor_type(stub)
     standard = {d: v for d, v in opsets.items() if d in ("", "ai.onnx")}
     for part in replacement[0]:
-        known.update(infer_node_types(part, {i: known[i] for i in part.input if i in known}, standard))
+        reads = {i: known[i] for i in part.input if i in known}
+        known.update(infer_node_types(part, reads, standard, {i: data[i] for i in part.input if i in data}))
     return {o: known[o] for o in node.output if o in known}

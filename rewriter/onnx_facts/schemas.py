@@ -280,3 +280,19 @@ def attribute_type(domain: str, op: str, version: int | None, name: str) -> int 
 
 def is_commutative(domain: str, op: str) -> bool:
     return (normalize_domain(domain), op) in COMMUTATIVE
+
+
+@lru_cache(maxsize=1024)
+def function_body_ops(domain: str, op: str, version: int | None) -> tuple[tuple[str, str], ...] | None:
+    """The (domain, op) of each node of the ONNX function that defines ``op`` at opset
+    ``version``, for an op onnx defines as a plain function (HardSwish: HardSigmoid, Mul);
+    None when it has none (or only a body that depends on the node's types).  onnxruntime
+    inlines such a node when no provider has a kernel for it."""
+    if normalize_domain(domain) != "":
+        return None
+    try:
+        schema = onnx.defs.get_schema(op, int(version or onnx.defs.onnx_opset_version()), "")
+    except onnx.defs.SchemaError:
+        return None
+    body = schema.function_body.node  # (empty for an op without a plain function body)
+    return tuple((normalize_domain(n.domain), n.op_type) for n in body) or None

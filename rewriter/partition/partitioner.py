@@ -6,7 +6,10 @@
    are skipped with a warning.
 2. Providers in priority order each claim the unassigned nodes they have kernels for (first
    come, first served).
-3. The CPU provider takes what nobody claimed (a node nobody can run is reported).
+3. A node nobody claimed whose op onnx defines as a function (HardSwish) is inlined by
+   ONNX Runtime: it goes to the first provider, in priority order, with kernels for every op
+   of its body, silently.  The CPU provider takes what is left (a node nobody can run is
+   reported).
 
 Afterwards every node records its provider in ``metadata_props['execution_provider']`` and
 every ``layer_ann`` is removed, in subgraphs too.
@@ -23,6 +26,7 @@ from ..graph.state import GraphState
 from ..graph.subgraphs import has_subgraphs, subgraphs_of
 from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY, get_metadata, set_metadata
 from ..onnx_facts.providers import CPU, provider_list, resolve_device, short_name
+from ..onnx_facts.schemas import function_body_ops
 from .kernels import KernelTable, KernelTables
 from .layering import first_match, parse_layer_assignment
 
@@ -109,9 +113,14 @@ def partition(
         for node_id in node_ids:
             if node_id not in assigned and table.supports(view, view.node(node_id), node_id):
                 assigned[node_id] = provider
-    for node_id in node_ids:  # 3. CPU fallback
+    for node_id in node_ids:  # 3. functions onnxruntime inlines, then CPU fallback
         if node_id not in assigned:
             proto = view.node(node_id)
+            body = function_body_ops(proto.domain, proto.op_type, view.opset(proto.domain))
+            runs_body = [p for p in order if body and all(tables[p].by_op.get(key) for key in body)]
+            if runs_body:
+                assigned[node_id] = runs_body[0]
+                continue
             assigned[node_id] = CPU
             report.warnings.append(
                 f"no provider has a kernel for node '{proto.name or proto.op_type}' "

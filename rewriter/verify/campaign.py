@@ -102,6 +102,15 @@ class VerificationFailure(Exception):
     """A rewrite changed the numbers (or broke the model); carries the report text."""
 
 
+def verify_provider(rule, pack) -> str:
+    """The provider an instance is placed on: CPU, unless the rule runs only elsewhere (a
+    CUDA-only fusion is placed on CUDA, so the engine checks its kernels there; onnxruntime
+    then runs both models on the CPU, which checks the numbers: placement is not part of
+    the saved model)."""
+    providers = rule.providers or pack.providers
+    return "CPU" if not providers or "CPU" in providers else providers[0]
+
+
 def _fail_if(problem: str | None) -> None:
     # one raise site: hypothesis tells failures apart by where they are raised
     if problem is not None:
@@ -199,7 +208,9 @@ def verify_rule(
             verdict.near_misses += instance.near_miss is not None
         problem, after, outputs, errors = None, None, None, (0.0, 0.0)
         try:
-            result = optimize(instance.model, level=pack.level, rules=[single], bundled=False, providers="CPU")
+            result = optimize(
+                instance.model, level=pack.level, rules=[single], bundled=False, providers=verify_provider(rule, pack)
+            )
             after = result.model
             applied = result.report.applied(rule.name) > 0
             if not applied and sum(r.refused for r in result.report.rules) != 0:
