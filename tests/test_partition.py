@@ -213,7 +213,11 @@ def test_an_op_onnxruntime_inlines_goes_where_its_body_runs_without_a_warning():
     assert names == {"a": CPU} and report.warnings == []
     names, report, _ = placed(swish, "CUDA")
     assert names == {"a": CUDA} and report.warnings == []
-    unknown = model([helper.make_node("Foo", ["x"], ["y"], name="f", domain="ex")], [tensor("x", F, [2])],
-                    [tensor("y", F, [2])], domains=["ex"])
+    unknown = model(
+        [helper.make_node("Foo", ["x"], ["y"], name="f", domain="ex")],
+        [tensor("x", F, [2])],
+        [tensor("y", F, [2])],
+        domains=["ex"],
+    )
     names, report, _ = placed(unknown, "CPU")
     assert names == {"f": CPU} and any("no provider has a kernel" in w for w in report.warnings)

@@ -19,7 +19,8 @@ F, F16, D = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE
 
 
 def extended(m: onnx.ModelProto, **options):
-    return rewriter.optimize(m, level="extended", providers="CPU", **options)
+    options.setdefault("providers", "CPU")
+    return rewriter.optimize(m, level="extended", **options)
 
 
 def assert_valid_and_equal(before: onnx.ModelProto, after: onnx.ModelProto, feeds: dict, atol: float = 1e-4) -> None:
@@ -139,7 +140,7 @@ def test_skip_layernorm_fusion_leaves_double_alone():
     """SkipLayerNormalization's schema allows float, float16 and bfloat16 only (the CPU
     kernel table lists double; onnxruntime still refuses the model)."""
     before = _layernorm_of_sum(D)
-    after = extended(before).model
+    after = extended(before, providers="CUDA").model
     assert "SkipLayerNormalization" not in ops(after)
     rng = np.random.default_rng(0)
     feeds = {n: rng.standard_normal((1, 3, 4)) for n in "ab"}
@@ -147,7 +148,7 @@ def test_skip_layernorm_fusion_leaves_double_alone():
 
 
 def test_skip_layernorm_fusion_still_applies_to_float():
-    assert ops(extended(_layernorm_of_sum(F)).model)["SkipLayerNormalization"] == 1
+    assert ops(extended(_layernorm_of_sum(F), providers="CUDA").model)["SkipLayerNormalization"] == 1
 
 
 def _conv_bn_mixed(op: str) -> onnx.ModelProto:
@@ -234,7 +235,7 @@ def test_skip_layernorm_fusion_needs_gamma_as_long_as_the_last_axis():
         [tensor("y", F, ["B", "S", "H"])],
         [init("g", np.array([1.5], np.float32))],
     )
-    after = extended(before).model
+    after = extended(before, providers="CUDA").model
     rng = np.random.default_rng(0)
     feeds = {k: rng.standard_normal((2, 3, 4)).astype(np.float32) for k in "ab"}
     assert_valid_and_equal(before, after, feeds)
@@ -302,7 +303,7 @@ def _embeddings() -> onnx.ModelProto:
 
 def test_embed_layernorm_fusion_accepts_negative_ids_as_gather_does():
     before = _embeddings()
-    after = extended(before).model
+    after = extended(before, providers="CUDA").model
     assert "EmbedLayerNormalization" in ops(after)
     feeds = {"ids": np.array([[-1, 0, 3, -7, 6]], np.int64), "types": np.array([[0, -1, 1, -2, 0]], np.int64)}
     assert_valid_and_equal(before, after, feeds)
