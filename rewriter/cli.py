@@ -144,6 +144,11 @@ def cli() -> None:
     help="Address-space ceiling of the run (e.g. 4G; none): past it the run stops "
     "with an error.  auto: 1 GiB plus a multiple of the inputs' size.",
 )
+@click.option(
+    "--keep-float16",
+    is_flag=True,
+    help="Leave float16 the CPU has no kernels for as it is (default: computed in float32, as onnxruntime runs it).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def optimize(
     model: Path,
@@ -160,6 +165,7 @@ def optimize(
     external_data_file: str | None,
     external_data_threshold: int,
     max_memory: str,
+    keep_float16: bool,
     quiet: bool,
 ) -> None:
     """Optimize MODEL with the rule packs up to --level and write it to -o."""
@@ -191,6 +197,7 @@ def optimize(
                 layer_assignment=layer_assignment,
                 annotation_boundaries=annotation_boundaries,
                 provider_kernels=list(provider_kernels),
+                keep_float16=keep_float16,
             )
         except ModelError as error:
             raise ModelError(f"{model}: {error}") from None
@@ -240,6 +247,11 @@ def _print_partition(report) -> None:
             short_name(provider), str(part.counts.get(provider, 0)), str(report.providers_after.get(provider, 0))
         )
     out.print(table)
+    if part.float32_nodes:
+        out.print(
+            f"float16 computed in float32 on the CPU (it has no float16 kernels for them): {part.float32_nodes} nodes"
+            " (--keep-float16 leaves them)"
+        )
     if part.decisions:
         rules = Table(title="layer assignment", title_justify="left")
         rules.add_column("rule")

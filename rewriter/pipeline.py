@@ -30,7 +30,9 @@ from .graph.model import FunctionState, ModelState, op_histogram
 from .graph.model_io import load_model
 from .graph.wire import ModelParts
 from .onnx_facts.placement import provider_of
+from .onnx_facts.providers import CPU
 from .partition import PartitionReport, parse_layer_assignment, partition, provider_list
+from .partition.float16 import compute_float16_in_float32
 from .partition.kernels import KernelTables
 from .passes import load_hook
 from .resources import bundled_pack_paths
@@ -175,6 +177,7 @@ def optimize(
     layer_assignment: str | None = None,
     annotation_boundaries: str = "root",
     provider_kernels: Sequence[str | os.PathLike] = (),
+    keep_float16: bool = False,
 ) -> Result:
     """Optimize a model with the rule packs up to ``level``.
 
@@ -185,6 +188,8 @@ def optimize(
     ``annotation_boundaries="respect"`` refuses level 0-1 matches that mix nodes of
     different layering annotations (default ``"root"``: the root's annotation wins).
     ``provider_kernels`` adds kernel tables for providers (``.kernels`` files).
+    From level 2 on, float16 the CPU provider has no kernels for is computed in float32
+    (as onnxruntime does when it runs it; see partition/float16.py) unless ``keep_float16``.
     The input model is not modified; the result holds a new ``ModelProto`` and a ``Report``.
     """
     _check_arguments(rules, bundled, max_rewrites, providers, layer_assignment, annotation_boundaries, provider_kernels)
@@ -201,6 +206,7 @@ def optimize(
             layer_assignment,
             annotation_boundaries,
             provider_kernels,
+            keep_float16,
         )
     finally:
         if collecting:
@@ -217,6 +223,7 @@ def _optimize(
     layer_assignment,
     annotation_boundaries,
     provider_kernels,
+    keep_float16=False,
 ) -> Result:
     if annotation_boundaries not in ANNOTATION_BOUNDARIES:
         raise RewriterError(
@@ -245,7 +252,7 @@ def _optimize(
             provider_order,
             layer_assignment,
             annotation_boundaries,
-            RunOptions.from_environment(max_rewrites, kernels),
+            RunOptions.from_environment(max_rewrites, kernels, float16_in_float32=not keep_float16),
             timings,
         )
     finally:
@@ -276,6 +283,8 @@ def _run_levels(
         start = time.perf_counter()
         report.partition = partition(state, provider_order, layer_assignment, options.kernels)
         _partition_subgraphs(state, provider_order, layer_assignment, report.partition, options.kernels)
+        if options.float16_in_float32 and CPU in provider_order:
+            report.partition.float32_nodes = compute_float16_in_float32(state, options.kernels.table(CPU))
         timings["partition"] = time.perf_counter() - start
         for lvl in (lvl for lvl in levels if lvl >= 2):
             _run_level(state, packs, lvl, Placement(after_partition=True), options, report, timings)

@@ -632,3 +632,34 @@ def test_a_computed_reshape_target_of_own_dims_becomes_constant():
     target = next(i for i in optimize_basic(before).model.graph.initializer)
     assert list(onnx.numpy_helper.to_array(target)) == [0, -1, 4]
     assert after is not None
+
+
+def sliced(bounds, width=8, opset=17):
+    """Slices of x along its last axis, each (start, end), each a graph output."""
+    nodes, inits, outputs = [], [], []
+    for k, (start, end) in enumerate(bounds):
+        inits += [
+            init(f"s{k}", np.array([start], np.int64)),
+            init(f"e{k}", np.array([end], np.int64)),
+            init(f"a{k}", np.array([-1], np.int64)),
+        ]
+        nodes.append(helper.make_node("Slice", ["x", f"s{k}", f"e{k}", f"a{k}"], [f"y{k}"]))
+        outputs.append(tensor(f"y{k}", F, [2, 3, len(range(width)[start:end])]))
+    return model(nodes, [tensor("x", F, [2, 3, width])], outputs, inits, opset=opset)
+
+
+def test_slices_that_cut_an_axis_into_consecutive_parts_become_one_split():
+    after = check(sliced([(0, 3), (3, 2**63 - 1)]), "SliceSplitFusion", True)
+    (split,) = after.graph.node
+    assert split.op_type == "Split" and list(split.output) == ["y0", "y1"]
+    after = check(sliced([(0, 2), (-6, -3), (5, 8)]), "SliceSplitThreeFusion", True)
+    assert ops(after) == {"Split": 1}
+
+
+@pytest.mark.parametrize(
+    "bounds",
+    [[(0, 3), (4, 8)], [(0, 4), (2, 8)], [(1, 4), (4, 8)], [(0, 4), (4, 7)], [(0, 8), (8, 9)]],
+    ids=["gap", "overlap", "not-from-start", "short-of-end", "empty-part"],
+)
+def test_slices_that_do_not_partition_the_axis_stay(bounds):
+    check(sliced(bounds), "SliceSplitFusion", False)

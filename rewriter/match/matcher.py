@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Final, Literal
 
 import numpy as np
+from onnx import helper
 
 from ..dsl import ast as A
 from ..expr.evaluate import EVAL_ERRORS, as_failure, truth
@@ -203,8 +204,9 @@ _APPROX_RTOL = {np.dtype(np.float16): 2e-3}
 _DEFAULT_APPROX_RTOL = 1e-4
 
 
-def literal_matches(array: np.ndarray | None, literal: A.Literal) -> bool:
-    """A one-element constant equal to the literal (within tolerance for ``~``)."""
+def literal_matches(array: np.ndarray | None, literal: A.Literal, widened_from: int | None = None) -> bool:
+    """A one-element constant equal to the literal (within tolerance for ``~``: float16's
+    also for a constant widened from float16, which keeps float16's precision)."""
     if array is None or array.size != 1:
         return False
     actual = array.reshape(-1)[0]
@@ -213,7 +215,8 @@ def literal_matches(array: np.ndarray | None, literal: A.Literal) -> bool:
     if array.dtype.kind not in "iuf":
         return False
     if literal.approx:
-        rtol = _APPROX_RTOL.get(array.dtype, _DEFAULT_APPROX_RTOL)
+        origin = array.dtype if widened_from is None else helper.tensor_dtype_to_np_dtype(widened_from)
+        rtol = _APPROX_RTOL.get(origin, _DEFAULT_APPROX_RTOL)
         return _isclose(float(actual), float(literal.value), rtol=rtol, atol=1e-6)
     if array.dtype.kind in "iu":
         return float(literal.value).is_integer() and int(actual) == int(literal.value)
@@ -259,7 +262,7 @@ class Neighborhood:
         self.view = view
         self.root = root
         self._producers: frozenset[OpKey | None] | None = None
-        self._scalars: list[np.ndarray | None] | None = None
+        self._scalars: list[tuple[np.ndarray | None, int | None]] | None = None
         self._consumers: dict[int, frozenset[OpKey]] = {}
 
     def producers(self) -> frozenset[OpKey | None]:
@@ -270,12 +273,13 @@ class Neighborhood:
             self._producers = frozenset(producer_key(name) for name in self.view.inputs(self.root))
         return self._producers
 
-    def scalar_constants(self) -> list[np.ndarray | None]:
-        """The inputs that are one-element constants (all a literal can match)."""
+    def scalar_constants(self) -> list[tuple[np.ndarray | None, int | None]]:
+        """The inputs that are one-element constants (all a literal can match), each with
+        the element type it was widened from (``GraphView.widened``), if any."""
         if self._scalars is None:
             view = self.view
             self._scalars = [
-                view.constant(name)
+                (view.constant(name), view.widened.get(name))
                 for name in view.inputs(self.root)
                 if name and view.is_constant(name) and _may_have_one_element(view.shape(name))
             ]
@@ -409,7 +413,9 @@ class Matcher:
                 found = not check.ops.isdisjoint(hood.producers())
             elif check.kind == "constant":
                 literals = check.literals
-                found = any(literal_matches(array, lit) for array in hood.scalar_constants() for lit in literals)
+                found = any(
+                    literal_matches(array, lit, origin) for array, origin in hood.scalar_constants() for lit in literals
+                )
             else:
                 found = not check.ops.isdisjoint(hood.consumers(check.slot))
             if not found:
@@ -602,7 +608,9 @@ class Matcher:
                 if value is None:
                     return False
             elif arg.kind is LITERAL:
-                if value is None or not literal_matches(self.view.constant(value), arg.literal):
+                if value is None or not literal_matches(
+                    self.view.constant(value), arg.literal, self.view.widened.get(value)
+                ):
                     if self.record_failures:
                         self._fail(
                             depth,

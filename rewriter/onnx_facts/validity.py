@@ -35,12 +35,16 @@ def check_model(model: ModelProto | str | os.PathLike, full_check: bool = True) 
 @lru_cache(maxsize=1)
 def register_onnxruntime_schemas() -> tuple[str, ...]:
     """Register with onnx the ops onnxruntime defines in the default domain that onnx lacks
-    (every version onnxruntime has); returns their names.  Idempotent."""
+    (every version onnxruntime has), and the versions it defines before onnx has the op
+    (LayerNormalization before opset 17); returns their names.  Idempotent."""
     raw = ort_operator_schemas()
-    known = {schema.name for schema in onnx.defs.get_all_schemas_with_history() if schema.domain == ""}
+    first: dict[str, int] = {}  # op -> the first opset onnx defines it at
+    for schema in onnx.defs.get_all_schemas_with_history():
+        if schema.domain == "":
+            first[schema.name] = min(first.get(schema.name, schema.since_version), schema.since_version)
     added: list[str] = []
     for schema in sorted(raw, key=lambda s: (s.name, s.since_version)):
-        if schema.domain not in ("", "ai.onnx") or schema.name in known:
+        if schema.domain not in ("", "ai.onnx") or schema.since_version >= first.get(schema.name, 10**9):
             continue
         try:
             onnx.defs.register_schema(_to_onnx(schema))

@@ -100,10 +100,24 @@ class KernelTable:
             answer = self._answers[key] = self._supports(view, proto, domain, kernels)
         return answer
 
-    def _supports(self, view: GraphView, proto: NodeProto, domain: str, kernels: list[Kernel]) -> bool:
+    def supports_in_float32(self, view: GraphView, node_id: NodeId) -> bool:
+        """Whether this provider has a kernel for the node once its float16 tensors are
+        float (ONNX Runtime's CPU provider then runs it between Casts)."""
+        proto = view.node(node_id)
+        domain, op = view.node_key(node_id)
+        kernels = self.by_op.get((domain, op))
+        if not kernels:
+            return False
+        return self._supports(view, proto, domain, kernels, {FLOAT16: FLOAT})
+
+    def _supports(
+        self, view: GraphView, proto: NodeProto, domain: str, kernels: list[Kernel], as_types: dict | None = None
+    ) -> bool:
         info = find_schema(domain, proto.op_type, view.opset(domain))
         version = info.since_version if info is not None else view.opset(domain) or 1
         actual = _actual_types(view, proto, info) if info is not None else {}
+        if as_types:
+            actual = {name: {as_types.get(t, t) for t in types} for name, types in actual.items()}
         for kernel in kernels:
             if not kernel.since <= version <= kernel.until:
                 continue
@@ -112,6 +126,7 @@ class KernelTable:
         return False
 
 
+FLOAT16, FLOAT = "tensor(float16)", "tensor(float)"
 _TYPE_STRINGS = "kernel_type_strings"  # view.pass_caches: value -> (its TypeProto, type string)
 
 

@@ -8,8 +8,9 @@
    come, first served).
 3. A node nobody claimed whose op onnx defines as a function (HardSwish) is inlined by
    ONNX Runtime: it goes to the first provider, in priority order, with kernels for every op
-   of its body, silently.  The CPU provider takes what is left (a node nobody can run is
-   reported).
+   of its body, silently.  The CPU provider takes what is left, silently where it has a
+   kernel once float16 is float (onnxruntime casts around it; float16.py makes that explicit);
+   a node nobody can run is reported.
 
 Afterwards every node records its provider in ``metadata_props['execution_provider']`` and
 every ``layer_ann`` is removed, in subgraphs too.
@@ -47,6 +48,7 @@ class PartitionReport:
     counts: dict[str, int] = field(default_factory=dict)  # provider -> nodes
     decisions: list[LayerDecision] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    float32_nodes: int = 0  # CPU nodes of a float16 model rewritten to compute in float32
 
 
 def _clear_annotation(node: NodeProto) -> None:
@@ -122,6 +124,8 @@ def partition(
                 assigned[node_id] = runs_body[0]
                 continue
             assigned[node_id] = CPU
+            if CPU in tables and tables[CPU].supports_in_float32(view, node_id):
+                continue  # float16 the CPU runs in float32 (see float16.py)
             report.warnings.append(
                 f"no provider has a kernel for node '{proto.name or proto.op_type}' "
                 f"({proto.domain + '.' if proto.domain else ''}{proto.op_type}); "

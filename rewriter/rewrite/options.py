@@ -23,11 +23,16 @@ class RunOptions:
     max_rewrites: int | None = None  # per level; None: 10 per node plus 1000
     check_fixpoint: bool = False
     kernels: KernelTables = field(default_factory=KernelTables)  # where provider kernels are looked up
+    # after partitioning, CPU float16 without float16 kernels computes in float32 (partition/float16.py)
+    float16_in_float32: bool = True
 
     @classmethod
-    def from_environment(cls, max_rewrites: int | None = None, kernels: KernelTables | None = None) -> RunOptions:
+    def from_environment(
+        cls, max_rewrites: int | None = None, kernels: KernelTables | None = None, float16_in_float32: bool = True
+    ) -> RunOptions:
         return cls(
             max_rewrites=max_rewrites,
             check_fixpoint=os.environ.get(CHECK_FIXPOINT_VARIABLE) == "1",
             kernels=kernels or KernelTables(),
+            float16_in_float32=float16_in_float32,
         )

@@ -1,0 +1,90 @@
+"""float16 the CPU provider has no kernels for is computed in float32 after partitioning."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import onnx
+from helpers import init, model, run, tensor
+from onnx import TensorProto, helper
+
+import rewriter
+
+F, H = TensorProto.FLOAT, TensorProto.FLOAT16
+RNG = np.random.default_rng(3)
+
+
+def half(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float16)
+
+
+def float16_block() -> onnx.ModelProto:
+    """keep_io_types style: float input -> Cast -> MatMul + bias + Gelu (erf) -> Reshape ->
+    Add residual -> LayerNormalization -> Cast -> float output."""
+    nodes = [
+        helper.make_node("Cast", ["x"], ["xh"], to=H),
+        helper.make_node("MatMul", ["xh", "w"], ["m"]),
+        helper.make_node("Add", ["m", "b"], ["a"]),
+        helper.make_node("Div", ["a", "sqrt2"], ["d"]),
+        helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["e1"]),
+        helper.make_node("Mul", ["a", "e1"], ["g0"]),
+        helper.make_node("Mul", ["g0", "half"], ["g"]),
+        helper.make_node("Reshape", ["g", "shape"], ["r"]),
+        helper.make_node("Add", ["r", "xh"], ["s"]),
+        helper.make_node("LayerNormalization", ["s", "gamma", "beta"], ["n"], axis=-1),
+        helper.make_node("Cast", ["n"], ["y"], to=F),
+    ]
+    inits = [
+        init("w", half(8, 8) * np.float16(0.3)),
+        init("b", half(8)),
+        init("sqrt2", np.array(1.4142135, np.float16)),
+        init("one", np.array(1.0, np.float16)),
+        init("half", np.array(0.5, np.float16)),
+        init("shape", np.array([2, 4, 8], np.int64)),
+        init("gamma", half(8)),
+        init("beta", half(8)),
+    ]
+    return model(nodes, [tensor("x", F, [2, 4, 8])], [tensor("y", F, [2, 4, 8])], inits)
+
+
+def ops(m: onnx.ModelProto) -> Counter:
+    return Counter(n.op_type for n in m.graph.node)
+
+
+def test_the_cpu_computes_float16_in_float32_and_the_fusions_form():
+    before = float16_block()
+    result = rewriter.optimize(before, level="extended", providers="CPU")
+    after = result.model
+    # the Casts of the model's boundary are gone (float in, float out); Gelu + bias fused
+    assert ops(after)["Cast"] == 0 and ops(after)["BiasGelu"] == 1
+    assert all(i.data_type != H for i in after.graph.initializer if i.name in {n.input[1] for n in after.graph.node})
+    assert result.report.partition.float32_nodes > 0 and result.report.partition.warnings == []
+    rewriter.check_model(after, full_check=True)
+    feeds = {"x": RNG.standard_normal((2, 4, 8)).astype(np.float32)}
+    (want,), (got,) = run(before, feeds), run(after, feeds)
+    np.testing.assert_allclose(got, want, atol=2e-2, rtol=2e-2)
+
+
+def test_float16_is_kept_when_asked_and_on_other_providers():
+    before = float16_block()
+    kept = rewriter.optimize(before, level="extended", providers="CPU", keep_float16=True)
+    assert kept.report.partition.float32_nodes == 0 and ops(kept.model)["Cast"] == 2
+    assert kept.report.partition.warnings == []  # onnxruntime runs them between Casts: no warning
+    cuda = rewriter.optimize(before, level="extended", providers="CUDA")
+    assert cuda.report.partition.float32_nodes == 0 and ops(cuda.model)["Cast"] == 2
+
+
+def test_a_float16_output_read_outside_keeps_its_float16_value():
+    # the float32 region's result is also a float16 graph output: a Cast back keeps its name
+    before = float16_block()
+    before.graph.output.append(tensor("s", H, [2, 4, 8]))
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert [o.name for o in after.graph.output] == ["y", "s"]
+    producer = next(n for n in after.graph.node if "s" in n.output)
+    assert producer.op_type == "Cast"
+    feeds = {"x": RNG.standard_normal((2, 4, 8)).astype(np.float32)}
+    for want, got in zip(run(before, feeds), run(after, feeds)):
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), atol=2e-2, rtol=2e-2)
