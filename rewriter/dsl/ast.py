@@ -348,6 +348,9 @@ class Rule:
     file: str
     providers: tuple[str, ...] = ()  # execution providers it may run on (empty: the pack's)
     examples: tuple[ExampleSet, ...] = ()  # generator hints for `rewriter verify`
+    # integer outputs may differ by this much in `verify` (a quantized kernel rounds its
+    # exact integer sum once where the float graph rounds every product: one step either way)
+    integer_tolerance: int = 0
     family: str = ""  # "Template(args)" when the rule is an instance of a parameterized rule
 
     @property

@@ -503,11 +503,15 @@ class _ToAst(Transformer):
     def tolerance(self, children):
         return ("tolerance", float(children[0].value))
 
+    def integer_tolerance(self, children):
+        return ("integer_tolerance", int(children[0].value))
+
     @v_args(meta=True)
     def rule(self, meta, children):
         name_tok, *options, body, replacement = children
         root = None
         tolerance = None
+        integer_tolerance = 0
         providers: tuple[str, ...] = ()
         params: tuple[str, ...] | None = None
         instances: tuple[A.Instance, ...] = ()
@@ -518,6 +522,8 @@ class _ToAst(Transformer):
                 root = option[1]
             elif option[0] == "tolerance":
                 tolerance = option[1]
+            elif option[0] == "integer_tolerance":
+                integer_tolerance = option[1]
             elif option[0] == "providers":
                 providers = option[1]
             elif option[0] == "params":
@@ -565,6 +571,7 @@ class _ToAst(Transformer):
             examples=tuple(i for i in body if isinstance(i, A.ExampleSet)),
             replacement=replacement,
             tolerance=tolerance,
+            integer_tolerance=integer_tolerance,
             pos=self._pos(name_tok),
             file=self.file,
             providers=providers,

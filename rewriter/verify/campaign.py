@@ -260,7 +260,7 @@ def verify_rule(
                 problem = f"the rewritten model is invalid: {str(error).splitlines()[0]}"
             else:
                 difference, worst_abs, worst_rel = compare_outputs(
-                    before_outputs, after_outputs, rule.tolerance, feeds_tolerance(feeds)
+                    before_outputs, after_outputs, rule.tolerance, feeds_tolerance(feeds), rule.integer_tolerance
                 )
                 errors = (worst_abs, worst_rel)
                 if counting:

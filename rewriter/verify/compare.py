@@ -82,6 +82,7 @@ def compare_outputs(
     after: dict[str, np.ndarray],
     tolerance: float | None = None,
     inputs_tolerance: float = 0.0,
+    integer_tolerance: int = 0,
 ) -> tuple[Difference | None, float, float]:
     """(first difference or None, max abs error, max rel error) over outputs by name.
 
@@ -89,8 +90,8 @@ def compare_outputs(
     least the inputs' tolerance, unless the rule sets one): the mean magnitude of the output
     stands for the size of what was summed to get it (a convolution over 24 channels
     rounds its weights' products differently once they are scaled, by more than one unit of
-    a small result).  NaN must meet NaN and infinities their own sign.  Other types must be
-    equal."""
+    a small result).  NaN must meet NaN and infinities their own sign.  Integers agree within
+    ``integer_tolerance`` (the rule's; 0 unless it says so); other types must be equal."""
     worst_abs = worst_rel = 0.0
     for name, expected in before.items():
         if name not in after:
@@ -106,6 +107,13 @@ def compare_outputs(
                 worst_abs,
                 worst_rel,
             )
+        if expected.dtype.kind in "iu" and integer_tolerance:
+            steps = np.abs(expected.astype(np.int64) - actual.astype(np.int64))
+            if steps.size and steps.max() > integer_tolerance:
+                message = f"output '{name}' differs by {int(steps.max())} (integer tolerance {integer_tolerance})"
+                return Difference(name, message, float(steps.max())), worst_abs, worst_rel
+            worst_abs = max(worst_abs, float(steps.max()) if steps.size else 0.0)
+            continue
         if expected.dtype.kind != "f":
             if not np.array_equal(expected, actual):
                 return Difference(name, f"output '{name}' differs"), worst_abs, worst_rel

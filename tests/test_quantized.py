@@ -1,0 +1,108 @@
+"""QDQ models: Quantize(op(Dequantize(...))) becomes the op onnxruntime runs on integers."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import onnx
+from helpers import init, model, run, tensor
+from onnx import TensorProto, helper
+
+import rewriter
+
+F, U8, I8, I32 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32
+RNG = np.random.default_rng(11)
+
+
+def scalar(name: str, value, dtype=np.float32) -> TensorProto:
+    return init(name, np.array(value, dtype))
+
+
+def qdq_conv(bias_scale: float | None = None, moved_scale: float = 0.1) -> onnx.ModelProto:
+    """float x -> Q -> DQ -> Conv(DQ(w int8), DQ(b int32)) -> Q -> DQ -> Reshape -> Q -> DQ -> y."""
+    xs, ws, ys = 0.05, 0.02, 0.1
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+        helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"]),
+        helper.make_node("DequantizeLinear", ["bq", "bs"], ["b"]),
+        helper.make_node("Conv", ["xd", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["cq"]),
+        helper.make_node("DequantizeLinear", ["cq", "ys", "yz"], ["cd"]),
+        helper.make_node("Reshape", ["cd", "shape"], ["r"]),
+        helper.make_node("QuantizeLinear", ["r", "ms", "yz"], ["rq"]),
+        helper.make_node("DequantizeLinear", ["rq", "ms", "yz"], ["y"]),
+    ]
+    inits = [
+        scalar("xs", xs),
+        scalar("xz", 128, np.uint8),
+        init("wq", RNG.integers(-20, 20, (8, 4, 3, 3)).astype(np.int8)),
+        scalar("ws", ws),
+        scalar("wz", 0, np.int8),
+        init("bq", RNG.integers(-500, 500, 8).astype(np.int32)),
+        init("bs", np.array([bias_scale or xs * ws], np.float32)),
+        scalar("ys", ys),
+        scalar("yz", 128, np.uint8),
+        scalar("ms", moved_scale),
+        init("shape", np.array([1, 8, 36], np.int64)),
+    ]
+    return model(nodes, [tensor("x", F, [1, 4, 6, 6])], [tensor("y", F, [1, 8, 36])], inits)
+
+
+def ops(m: onnx.ModelProto) -> Counter:
+    return Counter(n.op_type for n in m.graph.node)
+
+
+def steps_apart(before: onnx.ModelProto, after: onnx.ModelProto, step: float) -> float:
+    feeds = {"x": RNG.standard_normal((1, 4, 6, 6)).astype(np.float32) * 3}
+    (want,), (got,) = run(before, feeds), run(after, feeds)
+    return float(np.abs(want - got).max() / step)
+
+
+def test_a_qdq_convolution_becomes_qlinear_conv_and_moves_stay_on_integers():
+    before = qdq_conv()
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    # the Reshape between equal Q/DQ runs on the integers; one Q at the input, one DQ out
+    assert ops(after) == {"QuantizeLinear": 1, "QLinearConv": 1, "Reshape": 1, "DequantizeLinear": 1}
+    assert steps_apart(before, after, 0.1) <= 1  # one quantization step at most
+    rewriter.check_model(after, full_check=True)
+
+
+def test_a_bias_of_another_scale_and_a_requantizing_move_are_left():
+    before = qdq_conv(bias_scale=0.003, moved_scale=0.2)
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert "QLinearConv" not in ops(after) and ops(after)["Reshape"] == 1 and ops(after)["QuantizeLinear"] == 3
+    assert steps_apart(before, after, 0.1) == 0
+
+
+def test_quantized_matmul_add_and_gemm_on_integers():
+    nodes = [
+        helper.make_node("DequantizeLinear", ["aq", "sa", "za"], ["a"]),
+        helper.make_node("DequantizeLinear", ["bq", "sb", "zb"], ["b"]),
+        helper.make_node("MatMul", ["a", "b"], ["m"]),
+        helper.make_node("QuantizeLinear", ["m", "sy", "za"], ["mq"]),
+        helper.make_node("DequantizeLinear", ["mq", "sy", "za"], ["md"]),
+        helper.make_node("Add", ["md", "a"], ["s"]),  # reads a's Dequantize too
+        helper.make_node("QuantizeLinear", ["s", "sy", "za"], ["sq"]),
+        helper.make_node("DequantizeLinear", ["sq", "sy", "za"], ["sd"]),
+        helper.make_node("DequantizeLinear", ["cq", "sc"], ["c"]),
+        helper.make_node("Gemm", ["sd", "b", "c"], ["y"]),
+    ]
+    inits = [
+        scalar("sa", 0.05),
+        scalar("za", 128, np.uint8),
+        init("bq", RNG.integers(-30, 30, (6, 6)).astype(np.int8)),
+        scalar("sb", 0.02),
+        scalar("zb", 0, np.int8),
+        scalar("sy", 0.08),
+        init("cq", RNG.integers(-100, 100, 6).astype(np.int32)),
+        scalar("sc", 0.08 * 0.02),
+    ]
+    before = model(nodes, [tensor("aq", U8, [4, 6])], [tensor("y", F, [4, 6])], inits)
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert ops(after) == {"QLinearMatMul": 1, "QLinearAdd": 1, "QGemm": 1}
+    feeds = {"aq": RNG.integers(0, 255, (4, 6)).astype(np.uint8)}
+    (want,), (got,) = run(before, feeds), run(after, feeds)
+    # each integer result one step at most: the Gemm sums 6 of them times the weights
+    assert np.abs(want - got).max() <= 0.08 * 0.02 * 30 * 6 * 2 + 1e-6
