@@ -106,3 +106,39 @@ def test_quantized_matmul_add_and_gemm_on_integers():
     (want,), (got,) = run(before, feeds), run(after, feeds)
     # each integer result one step at most: the Gemm sums 6 of them times the weights
     assert np.abs(want - got).max() <= 0.08 * 0.02 * 30 * 6 * 2 + 1e-6
+
+
+def dynamic_matmuls(shared: bool) -> onnx.ModelProto:
+    """quantize_dynamic's MatMul: DynamicQuantizeLinear -> MatMulInteger -> Cast -> * scales + bias."""
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"])]
+    inits = []
+    outputs = []
+    for k in range(2 if shared else 1):
+        nodes += [
+            helper.make_node("Mul", ["xs", f"ws{k}"], [f"sc{k}"]),
+            helper.make_node("MatMulInteger", ["xq", f"wq{k}", "xz", f"wz{k}"], [f"mi{k}"]),
+            helper.make_node("Cast", [f"mi{k}"], [f"f{k}"], to=F),
+            helper.make_node("Mul", [f"f{k}", f"sc{k}"], [f"m{k}"]),
+            helper.make_node("Add", [f"m{k}", f"b{k}"], [f"y{k}"]),
+        ]
+        inits += [
+            init(f"wq{k}", RNG.integers(-50, 50, (6, 5)).astype(np.int8)),
+            scalar(f"ws{k}", 0.02),
+            scalar(f"wz{k}", 0, np.int8),
+            init(f"b{k}", RNG.standard_normal(5).astype(np.float32)),
+        ]
+        outputs.append(tensor(f"y{k}", F, [3, 5]))
+    return model(nodes, [tensor("x", F, [3, 6])], outputs, inits)
+
+
+def test_dynamic_quantization_becomes_one_kernel_per_matmul():
+    feeds = {"x": RNG.standard_normal((3, 6)).astype(np.float32)}
+    for shared, fused in (
+        (False, {"DynamicQuantizeMatMul": 1}),
+        (True, {"DynamicQuantizeLinear": 1, "MatMulIntegerToFloat": 2}),
+    ):
+        before = dynamic_matmuls(shared)
+        after = rewriter.optimize(before, level="extended", providers="CPU").model
+        assert ops(after) == fused
+        for want, got in zip(run(before, feeds), run(after, feeds)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
