@@ -142,3 +142,12 @@ def test_dynamic_quantization_becomes_one_kernel_per_matmul():
         assert ops(after) == fused
         for want, got in zip(run(before, feeds), run(after, feeds)):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_the_layout_level_runs_quantized_convolutions_channels_last():
+    before = qdq_conv()
+    after = rewriter.optimize(before, level="layout", providers="CPU").model
+    (conv,) = [n for n in after.graph.node if n.op_type == "QLinearConv"]
+    assert conv.domain == "com.microsoft" and helper.get_attribute_value(conv.attribute[-1]) == 1
+    assert ops(after)["Transpose"] == 2  # into NHWC before it, back after it
+    assert steps_apart(before, after, 0.1) <= 1

@@ -25,7 +25,7 @@ from ..errors import RewriterError
 from ..graph.type_reading import type_string
 from ..graph.view import GraphView, NodeId
 from ..onnx_facts.providers import CPU, provider_name
-from ..onnx_facts.schemas import OpInfo, find_schema, normalize_domain
+from ..onnx_facts.schemas import OpInfo, find_schema, function_body_ops, normalize_domain
 from ..text_files import TextFileError, read_text
 
 _DATA_DIR = Path(__file__).resolve().parent / "kernels"
@@ -76,7 +76,9 @@ class KernelTable:
             return True  # ONNX Runtime turns Constant nodes into initializers before partitioning
         kernels = self.by_op.get((domain, op))
         if not kernels:
-            return False
+            # an op onnx defines as a function (HardSwish) that onnxruntime inlines
+            body = function_body_ops(domain, op, view.opset(domain))
+            return bool(body) and all(self.by_op.get(key) for key in body or ())
         # the node's signature: the type string of each input and output ("" when absent),
         # remembered per value in the view (types are replaced, never edited)
         cache = view.pass_caches.get(_TYPE_STRINGS)
