@@ -667,3 +667,32 @@ def test_embed_layer_norm_fusion(shared_sum):
     rewriter.check_model(after, full_check=True)
     # ids go through Mod by the table's rows: Gather reads negative ids from the end
     assert ops(after) == {"EmbedLayerNormalization": 1, "Cast": 2, "Mod": 2}
+
+
+def rotary_graph(equal_halves=True):
+    """q [1, 2, 4, 8] * cos + Concat(-q2, q1) * sin, cos/sin [1, 1, 4, 8] constants."""
+    angles = np.outer(np.arange(4), 1.0 / 10000 ** (np.arange(0, 8, 2) / 8)).astype(np.float32)
+    second = angles if equal_halves else angles * 2
+    cos = np.cos(np.concatenate([angles, second], -1))[None, None]
+    sin = np.sin(np.concatenate([angles, second], -1))[None, None]
+    nodes = [
+        helper.make_node("Mul", ["q", "cos"], ["a"]),
+        helper.make_node("Split", ["q", "sp"], ["q1", "q2"], axis=3),
+        helper.make_node("Neg", ["q2"], ["n"]),
+        helper.make_node("Concat", ["n", "q1"], ["r"], axis=-1),
+        helper.make_node("Mul", ["r", "sin"], ["b"]),
+        helper.make_node("Add", ["a", "b"], ["y"]),
+    ]
+    inits = [init("cos", cos), init("sin", sin), init("sp", np.array([4, 4], np.int64))]
+    return model(nodes, [tensor("q", F, [1, 2, 4, 8])], [tensor("y", F, [1, 2, 4, 8])], inits)
+
+
+def test_half_split_rotary_becomes_rotary_embedding():
+    after = check(rotary_graph(), "RotaryEmbeddingHalfSplit", True)
+    assert ops(after) == {"RotaryEmbedding": 1}
+    cache = {i.name: i for i in after.graph.initializer}[after.graph.node[0].input[2]]
+    assert list(cache.dims) == [4, 4]  # one row per position, half the head
+
+
+def test_rotary_with_unequal_halves_is_left():
+    check(rotary_graph(equal_halves=False), "RotaryEmbeddingHalfSplit", False)
