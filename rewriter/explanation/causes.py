@@ -4,7 +4,6 @@ was, with the details it saw and, for the usual mistakes, a hint."""
 
 from __future__ import annotations
 
-from ..dsl.unparse import show as show_expr
 from ..dsl.unparse import show_equation
 from ..expr.values import EvalFailure
 from ..graph.view import GraphView, NodeId
@@ -182,7 +181,3 @@ def refusal_cause(view: GraphView, match: Match, refusal: Refused | EvalFailure)
         if node != match.root and f"'{node_name(view, node)}'" not in message:
             message += f" (at {node_label(view, node)})"
     return Cause(refusal.kind, message, node_name(view, node), details, _HINTS.get(refusal.kind, ""))
-
-
-def where_text(failure: Failure) -> str:
-    return show_expr(failure.check) if failure.check is not None else ""
