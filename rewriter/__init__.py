@@ -11,19 +11,25 @@ from __future__ import annotations
 
 from .dsl import Pack, Rule, check_pack, load_pack, load_pack_text
 from .errors import ArgumentError, FixpointError, GrowthError, ModelError, RewriterError, RuleError
+from .explanation import Attempt, Binding, Cause, Explanation, Note
 from .expr.functions import register_predicate
 from .graph.model_io import load_model, save_model
 from .onnx_facts.validity import check_model, register_onnxruntime_schemas
-from .pipeline import Report, Result, bundled_packs, optimize, parse_level
+from .pipeline import Report, Result, bundled_packs, explain, optimize, parse_level
 from .verify import verify
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentError",
+    "Attempt",
+    "Binding",
+    "Cause",
+    "Explanation",
     "FixpointError",
     "GrowthError",
     "ModelError",
+    "Note",
     "Pack",
     "Report",
     "Result",
@@ -33,6 +39,7 @@ __all__ = [
     "bundled_packs",
     "check_model",
     "check_pack",
+    "explain",
     "load_model",
     "load_pack",
     "load_pack_text",

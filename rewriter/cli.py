@@ -1,6 +1,7 @@
 """The ``rewriter`` command line.  Errors are rendered here, once: one line, exit code 2.
 
-rewriter optimize IN.onnx -o OUT.onnx --level basic [--rules FILE ...]
+rewriter optimize IN.onnx -o OUT.onnx --level basic [--rules FILE ...] [--explain RULE ...]
+rewriter explain MODEL [--rule NAME ...] [--node NODE ...] [--json FILE]
 rewriter check FILE.rules ...
 rewriter rules [--level LEVEL]
 """
@@ -149,6 +150,13 @@ def cli() -> None:
     is_flag=True,
     help="Leave float16 the CPU has no kernels for as it is (default: computed in float32, as onnxruntime runs it).",
 )
+@click.option(
+    "--explain",
+    "explain_rules",
+    multiple=True,
+    help="Explain this rule (repeatable): why it did or did not apply at each candidate root, "
+    "on the graph as its level began (printed even with -q).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
 def optimize(
     model: Path,
@@ -166,6 +174,7 @@ def optimize(
     external_data_threshold: int,
     max_memory: str,
     keep_float16: bool,
+    explain_rules: tuple[str, ...],
     quiet: bool,
 ) -> None:
     """Optimize MODEL with the rule packs up to --level and write it to -o."""
@@ -198,6 +207,7 @@ def optimize(
                 annotation_boundaries=annotation_boundaries,
                 provider_kernels=list(provider_kernels),
                 keep_float16=keep_float16,
+                explain=list(explain_rules),
             )
         except ModelError as error:
             raise ModelError(f"{model}: {error}") from None
@@ -220,6 +230,103 @@ def optimize(
         _print_report(result.report, model, output)
         if result.report.partition is not None:
             _print_partition(result.report)
+    if result.report.explanation is not None:
+        _print_explanation(result.report.explanation, limit=0)
+
+
+@cli.command()
+@click.argument("model", type=click.Path(path_type=Path))
+@click.option("--rule", "rule_names", multiple=True, help="Explain only this rule (repeatable).")
+@click.option("--node", "node_names", multiple=True, help="Only at the node of this name (repeatable).")
+@click.option(
+    "--level",
+    default="all",
+    show_default=True,
+    help="Rules of the packs up to this level; the run stops at the highest level of the rules explained.",
+)
+@click.option("--rules", "rule_files", multiple=True, type=click.Path(path_type=Path), help="Extra .rules pack(s).")
+@click.option("--no-bundled", is_flag=True, help="Only the --rules packs.")
+@click.option("--providers", default="CPU", show_default=True, help="Execution providers, as for optimize.")
+@click.option("--layer-assignment", default=None, help="ONNX Runtime layering setting, as for optimize.")
+@click.option(
+    "--provider-kernels", multiple=True, type=click.Path(path_type=Path), help="A .kernels file (repeatable)."
+)
+@click.option(
+    "--annotation-boundaries",
+    type=click.Choice(["root", "respect"]),
+    default="root",
+    show_default=True,
+    help="As for optimize.",
+)
+@click.option("--keep-float16", is_flag=True, help="As for optimize.")
+@click.option("--json", "json_file", type=click.Path(path_type=Path), default=None, help="Also write it all as JSON.")
+@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True, help="Blocks printed (0: all).")
+@click.option("--max-memory", default="auto", show_default=True, help="Address-space ceiling, as for optimize.")
+def explain(
+    model: Path,
+    rule_names: tuple[str, ...],
+    node_names: tuple[str, ...],
+    level: str,
+    rule_files: tuple[Path, ...],
+    no_bundled: bool,
+    providers: str,
+    layer_assignment: str | None,
+    provider_kernels: tuple[Path, ...],
+    annotation_boundaries: str,
+    keep_float16: bool,
+    json_file: Path | None,
+    limit: int,
+    max_memory: str,
+) -> None:
+    """Why rules do or do not apply to MODEL: for each rule and candidate root, the deepest
+    partial match and the first thing that failed, closest first."""
+    from .explanation.files import check_json_output, write_json
+    from .graph.model_io import read_model
+    from .graph.output_file import file_status
+    from .pipeline import explain as run_explain
+    from .text_files import text_size
+
+    ceiling = _ceiling(max_memory)
+    inputs = file_status([model, *rule_files, *provider_kernels])
+    try:
+        if json_file is not None:  # refused before any work
+            check_json_output(json_file, inputs)
+        ceiling.allow(rules_bytes=sum(text_size(f) for f in (*rule_files, *provider_kernels)))
+        try:
+            loaded = read_model(model, reserve=lambda nbytes: ceiling.allow(input_bytes=nbytes))
+        except ModelError as error:
+            raise error if str(error).startswith(str(model)) else ModelError(f"{model}: {error}") from None
+        ceiling.allow(nodes=len(loaded.model.graph.node))
+        try:
+            explanation = run_explain(
+                loaded.model,
+                level=level,
+                rules=list(rule_files),
+                rule=list(rule_names) or None,
+                node=list(node_names) or None,
+                providers=providers,
+                layer_assignment=layer_assignment,
+                bundled=not no_bundled,
+                annotation_boundaries=annotation_boundaries,
+                provider_kernels=list(provider_kernels),
+                keep_float16=keep_float16,
+            )
+        except ModelError as error:
+            raise ModelError(f"{model}: {error}") from None
+        if json_file is not None:
+            write_json(explanation, json_file, loaded.protected() + inputs)
+    except RewriterError as error:
+        _fail(error)
+    except MemoryError:
+        _fail(f"out of memory: the run needed more than {ceiling.describe()} (raise it with --max-memory)")
+    _print_explanation(explanation, limit)
+
+
+def _print_explanation(explanation, limit: int) -> None:
+    from .explanation.render import render
+
+    for line in render(explanation, limit):
+        out.print(line, soft_wrap=True)
 
 
 def _ceiling(max_memory: str) -> MemoryCeiling:

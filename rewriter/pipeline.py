@@ -9,6 +9,9 @@ each level to its own fixpoint:
 Levels 0-1 see layering annotations (new nodes inherit the root's); partitioning assigns
 every node an execution provider and clears the annotations; levels 2+ only fuse nodes of
 one provider that the rule names (new nodes inherit the root's provider).
+
+``explain()`` runs the same pipeline with an ``Explainer`` watching each level start, and
+says per rule and candidate root why it did or did not apply (docs/explain.md).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from onnx import ModelProto
 
 from .dsl import Pack, load_pack
 from .errors import RewriterError, expect
+from .explanation import Explainer, Explanation
 from .expr.budget import end_run, start_run
 from .graph.model import FunctionState, ModelState, op_histogram
 from .graph.model_io import load_model
@@ -86,6 +90,7 @@ class Report:
     seconds: dict[str, float] = field(default_factory=dict)  # phase -> seconds
     partition: PartitionReport | None = None  # when level >= 2
     providers_after: dict[str, int] = field(default_factory=dict)  # provider -> final nodes
+    explanation: Explanation | None = None  # optimize(explain=[...]): those rules, as their levels began
 
     @property
     def total_seconds(self) -> float:
@@ -178,6 +183,7 @@ def optimize(
     annotation_boundaries: str = "root",
     provider_kernels: Sequence[str | os.PathLike] = (),
     keep_float16: bool = False,
+    explain: Sequence[str] = (),
 ) -> Result:
     """Optimize a model with the rule packs up to ``level``.
 
@@ -190,27 +196,124 @@ def optimize(
     ``provider_kernels`` adds kernel tables for providers (``.kernels`` files).
     From level 2 on, float16 the CPU provider has no kernels for is computed in float32
     (as onnxruntime does when it runs it; see partition/float16.py) unless ``keep_float16``.
+    ``explain`` names rules to explain as their levels begin (``report.explanation``; see
+    ``explain()``); the run is the same with or without it.
     The input model is not modified; the result holds a new ``ModelProto`` and a ``Report``.
     """
     _check_arguments(rules, bundled, max_rewrites, providers, layer_assignment, annotation_boundaries, provider_kernels)
+    names = _names(explain, "explain")
+    explainer = None
+    if names:
+        level_number = parse_level(level)
+        packs = _select_packs(level_number, rules, bundled)
+        _check_rule_names(names, packs, level_number, rules, bundled)
+        explainer = Explainer(names)
+        rules, bundled = packs, False  # (loaded once)
+    result = _optimize_collecting(
+        model_or_path,
+        level,
+        rules,
+        bundled,
+        max_rewrites,
+        providers,
+        layer_assignment,
+        annotation_boundaries,
+        provider_kernels,
+        keep_float16,
+        explainer,
+    )
+    if explainer is not None:
+        used = result.report.partition.providers if result.report.partition is not None else []
+        result.report.explanation = explainer.explanation(parse_level(level), used)
+    return result
+
+
+def _optimize_collecting(*arguments) -> Result:
+    """``_optimize`` with Python's garbage collector paused."""
     collecting = gc.isenabled()
     gc.disable()  # many small short-lived objects, few cycles: with collections on, a 10k-node
     try:  # graph took 2.0-2.2 s instead of 1.6-1.8 s (bench/synthetic.py, extended)
-        return _optimize(
-            model_or_path,
-            level,
-            rules,
-            bundled,
-            max_rewrites,
-            providers,
-            layer_assignment,
-            annotation_boundaries,
-            provider_kernels,
-            keep_float16,
-        )
+        return _optimize(*arguments)
     finally:
         if collecting:
             gc.enable()
+
+
+def explain(
+    model_or_path: ModelProto | str | os.PathLike,
+    level: str | int = "basic",
+    rules: Sequence[str | os.PathLike | Pack] | None = None,
+    rule: Sequence[str] | str | None = None,
+    node: Sequence[str] | str | None = None,
+    providers: Sequence[str] | str | None = None,
+    layer_assignment: str | None = None,
+    bundled: bool = True,
+    annotation_boundaries: str = "root",
+    provider_kernels: Sequence[str | os.PathLike] = (),
+    keep_float16: bool = False,
+) -> Explanation:
+    """Why the rules of the packs up to ``level`` (bundled, plus ``rules``) do or do not
+    apply: for each rule (``rule``: only these names) and each candidate root (``node``:
+    only nodes of these names), the deepest partial match and the first thing that failed
+    — see ``rewriter.Explanation``.
+
+    Each rule is explained on the graph as its level sees it: the pipeline runs as
+    ``optimize`` would (same options) up to the highest level of the rules explained, and
+    each level is looked at once its built-ins ran their first round, before its rules run.
+    An unknown rule name is a ``RewriterError``."""
+    _check_arguments(rules, bundled, None, providers, layer_assignment, annotation_boundaries, provider_kernels)
+    rule_names, node_names = _names(rule, "rule"), _names(node, "node")
+    level_number = parse_level(level)
+    packs = _select_packs(level_number, rules, bundled)
+    _check_rule_names(rule_names, packs, level_number, rules, bundled)
+    levels = {r.name: p.level for p in packs for r in p.rules}
+    top = max((levels[n] for n in rule_names), default=level_number)
+    explainer = Explainer(rule_names or None, node_names or None)
+    result = _optimize_collecting(
+        model_or_path,
+        top,
+        packs,
+        False,
+        None,
+        providers,
+        layer_assignment,
+        annotation_boundaries,
+        provider_kernels,
+        keep_float16,
+        explainer,
+    )
+    used = result.report.partition.providers if result.report.partition is not None else []
+    return explainer.explanation(top, used)
+
+
+def _names(value: Sequence[str] | str | None, what: str) -> list[str]:
+    """One name or several, as a list (a bare string is one name, not its characters)."""
+    if value is None:
+        return []
+    expect(value, (str, list, tuple), what)
+    if isinstance(value, str):
+        return [value]
+    for item in value:
+        expect(item, str, f"each of {what}")
+    return list(dict.fromkeys(value))
+
+
+def _check_rule_names(names: list[str], packs: list[Pack], level: int, rules, bundled: bool) -> None:
+    """Every name is a rule of the packs up to ``level``: else one line saying where it is
+    (a pack above the level) or that no pack has it."""
+    known = {r.name for p in packs for r in p.rules}
+    for name in names:
+        if name in known:
+            continue
+        above = [
+            p for p in _select_packs(4, rules, bundled) if p.level > level and any(r.name == name for r in p.rules)
+        ]
+        if above:
+            raise RewriterError(
+                f"rule '{name}' is in pack '{above[0].name}' (level {above[0].level}, {LEVEL_LABELS[above[0].level]}), "
+                f"above level {level} ({LEVEL_LABELS[level]}): raise --level"
+            )
+        raise RewriterError(f"unknown rule '{name}' (rewriter rules lists the bundled ones)")
 
 
 def _optimize(
@@ -224,6 +327,7 @@ def _optimize(
     annotation_boundaries,
     provider_kernels,
     keep_float16=False,
+    explainer: Explainer | None = None,
 ) -> Result:
     if annotation_boundaries not in ANNOTATION_BOUNDARIES:
         raise RewriterError(
@@ -254,6 +358,7 @@ def _optimize(
             annotation_boundaries,
             RunOptions.from_environment(max_rewrites, kernels, float16_in_float32=not keep_float16),
             timings,
+            explainer,
         )
     finally:
         end_run()
@@ -269,6 +374,7 @@ def _run_levels(
     annotation_boundaries: str,
     options: RunOptions,
     timings: dict[str, float],
+    explainer: Explainer | None = None,
 ) -> Result:
     """Each level in order (partitioning between 1 and 2), then the report."""
     report = Report(nodes_before=len(source.graph.node), ops_before=op_histogram(source))
@@ -277,8 +383,8 @@ def _run_levels(
     levels = sorted({p.level for p in packs})
     before = Placement(after_partition=False, respect_annotations=annotation_boundaries == "respect")
     for lvl in (lvl for lvl in levels if lvl <= 1):
-        _run_level(state, packs, lvl, before, options, report, timings)
-    _optimize_functions(state, packs, before, options, report, timings)
+        _run_level(state, packs, lvl, before, options, report, timings, explainer=explainer)
+    _optimize_functions(state, packs, before, options, report, timings, explainer)
     if level_number >= 2:
         start = time.perf_counter()
         report.partition = partition(state, provider_order, layer_assignment, options.kernels)
@@ -287,7 +393,9 @@ def _run_levels(
             report.partition.float32_nodes = compute_float16_in_float32(state, options.kernels.table(CPU))
         timings["partition"] = time.perf_counter() - start
         for lvl in (lvl for lvl in levels if lvl >= 2):
-            _run_level(state, packs, lvl, Placement(after_partition=True), options, report, timings)
+            _run_level(
+                state, packs, lvl, Placement(after_partition=True), options, report, timings, explainer=explainer
+            )
 
     nodes = state.view.nodes_in_order()
     report.nodes_after = len(nodes)
@@ -307,11 +415,19 @@ def _run_level(
     report: Report,
     timings: dict[str, float],
     counts: dict[str, RuleCount] | None = None,
+    explainer: Explainer | None = None,
+    graph: str = "",
 ) -> None:
-    """Run one level on a graph, then on each of its subgraphs (recursively)."""
+    """Run one level on a graph, then on each of its subgraphs (recursively); ``graph``
+    names it for the explainer ("" for the main graph)."""
     level_packs = [p for p in packs if p.level == lvl]
     runner = LevelRunner(
-        state, level_packs, name=", ".join(p.name for p in level_packs), placement=placement, options=options
+        state,
+        level_packs,
+        name=", ".join(p.name for p in level_packs),
+        placement=placement,
+        options=options,
+        on_start=explainer.level_hook(graph) if explainer is not None else None,
     )
     stats = runner.run()
     timings["match"] = timings.get("match", 0.0) + stats.match_seconds
@@ -329,7 +445,8 @@ def _run_level(
     for name, count in stats.builtins.items():
         report.builtins[name] = report.builtins.get(name, 0) + count
     for sub in list(state.subgraph_states()):
-        _run_level(sub, packs, lvl, placement, options, report, timings, counts)
+        inner = f"subgraph '{sub.graph.name}'"
+        _run_level(sub, packs, lvl, placement, options, report, timings, counts, explainer, inner)
         sub.write_back()
 
 
@@ -340,6 +457,7 @@ def _optimize_functions(
     options: RunOptions,
     report: Report,
     timings: dict[str, float],
+    explainer: Explainer | None = None,
 ) -> None:
     """Model-local function bodies get the levels that run before partitioning (ONNX
     Runtime inlines functions before it partitions; later levels see only the main graph)."""
@@ -347,7 +465,8 @@ def _optimize_functions(
     for function in state.functions:
         fstate = FunctionState(state, function)
         for lvl in sorted({p.level for p in packs if p.level <= 1}):
-            _run_level(fstate, packs, lvl, placement, options, report, timings, counts)
+            graph = f"function '{function.name}'"
+            _run_level(fstate, packs, lvl, placement, options, report, timings, counts, explainer, graph)
         fstate.write_back()
 
 

@@ -30,6 +30,7 @@ FLOORS: list[set[str]] = [
     {"passes"},
     {"partition"},
     {"rewrite"},
+    {"explanation"},
     {"pipeline"},
     {"verify"},
     {"cli", "__main__", "__init__"},

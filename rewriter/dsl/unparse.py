@@ -74,10 +74,7 @@ def _show(e: A.Expr, outer: int) -> str:
         if isinstance(arg, A.VarArg):
             return f"{arg.name}?"
         if isinstance(arg, A.LiteralArg):
-            text = ("~" if arg.literal.approx else "") + _show(A.Num(arg.literal.value, arg.pos), 0)
-            if isinstance(arg.literal.value, bool):
-                text = "true" if arg.literal.value else "false"
-            return f"{text} as {arg.bind}" if arg.bind else text
+            return _show_literal_arg(arg)
         return "_"
     if isinstance(e, A.Call):
         text = f"{e.func}(" + ", ".join(_show(a, 0) for a in e.args) + ")"
@@ -93,3 +90,45 @@ def _show(e: A.Expr, outer: int) -> str:
             text += " {" + ", ".join(items) + "}"
         return text
     return "?"
+
+
+def show_equation(eq: A.Equation) -> str:
+    """A pattern equation as rule text (``d = Div(x, ~1.41421356 as k) | Mul(...)``); a
+    nested call the parser made its own equation keeps its temporary name (``$1``)."""
+    outs = ", ".join("_" if o.name is None else o.name + ("?" if o.optional else "") for o in eq.outs)
+    text = f"{outs} = " + " | ".join(_show_pattern(alt) for alt in eq.alternatives)
+    return f"keep {text}" if eq.keep else text
+
+
+def _show_pattern(alt: A.OpPattern) -> str:
+    op = f"{alt.domain}.{alt.op}" if alt.domain else alt.op
+    text = f"{op}(" + ", ".join(_show_arg(a) for a in alt.args) + ")"
+    if alt.attrs:
+        items = [
+            f"{a.name}: _"
+            if a.value is None
+            else a.name
+            if isinstance(a.value, A.Name) and a.value.id == a.name
+            else f"{a.name}: {_show(a.value, 0)}"
+            for a in alt.attrs
+        ]
+        text += " {" + ", ".join(items) + "}"
+    return text
+
+
+def _show_arg(arg: A.PatternArg) -> str:
+    if isinstance(arg, A.VarArg):
+        return arg.name + ("?" if arg.optional else "")
+    if isinstance(arg, A.RestArg):
+        return f"*{arg.name}"
+    if isinstance(arg, A.LiteralArg):
+        return _show_literal_arg(arg)
+    return "_"
+
+
+def _show_literal_arg(arg: A.LiteralArg) -> str:
+    """``~1.41421356 as k``."""
+    text = ("~" if arg.literal.approx else "") + _show(A.Num(arg.literal.value, arg.pos), 0)
+    if isinstance(arg.literal.value, bool):
+        text = "true" if arg.literal.value else "false"
+    return f"{text} as {arg.bind}" if arg.bind else text

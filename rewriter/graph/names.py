@@ -7,7 +7,8 @@ a fresh name is found in amortized constant time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from onnx import GraphProto
 
@@ -22,6 +23,25 @@ class FreshNames:
         self.values: set[str] = reserved_values if isinstance(reserved_values, set) else set(reserved_values)
         self.nodes: set[str] = set()
         self._suffixes: dict[str, int] = {}  # base -> the last N of a fresh name base_N
+        # inside ``trial``: (taken set, name, base, the base's suffix before) per name given
+        self._given: list[tuple[set[str], str, str, int | None]] | None = None
+
+    @contextmanager
+    def trial(self) -> Iterator[None]:
+        """Names given out inside are free again afterwards: a rewrite that is only tried
+        (``explain`` asking whether a match would apply) leaves the names a run then gives
+        out as they would have been."""
+        outer, self._given = self._given, []
+        try:
+            yield
+        finally:
+            for taken, name, base, suffix in reversed(self._given):
+                taken.discard(name)
+                if suffix is None:
+                    self._suffixes.pop(base, None)
+                else:
+                    self._suffixes[base] = suffix
+            self._given = outer
 
     def fresh_value(self, base: str) -> str:
         return self._fresh(base, self.values)
@@ -34,13 +54,16 @@ class FreshNames:
         for that base (a rule's constants all start from one base: probing from 1 each time
         made naming quadratic in their number).  Adds the name to ``taken``."""
         name = base
+        before = self._suffixes.get(base)
         if name in taken:
-            number = self._suffixes.get(base, 0)
+            number = before or 0
             while name in taken:
                 number += 1
                 name = f"{base}_{number}"
             self._suffixes[base] = number
         taken.add(name)
+        if self._given is not None:
+            self._given.append((taken, name, base, before))
         return name
 
 

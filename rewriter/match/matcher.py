@@ -73,12 +73,21 @@ OP, ATTRIBUTES, INPUTS, CONSTRAINTS = 0, 1, 2, 3
 @dataclass
 class Failure:
     """Why the deepest attempt failed: the step, how far into it (``stage``), the reason,
-    and the names bound so far."""
+    and the names bound so far; for ``explain``, also what it looked at: the equations
+    bound to nodes so far, the node the failing check was about, the graph value that
+    differed and the ``where``/``let`` that did not hold (recorded only with
+    ``record_failures``, so matching in a run pays nothing for them)."""
 
     depth: int
     reason: str
     bindings: dict[str, object] = field(default_factory=dict)
     stage: int = OP
+    kind: str = "op"  # "root", "op", "link", "attribute", "input", "where", "let" or "budget"
+    nodes: dict[int, NodeId] = field(default_factory=dict)  # equation index -> node, bound so far
+    node: NodeId | None = None  # the node the failing check looked at
+    value: str | None = None  # the graph value that differed (an input, a value with no producer)
+    check: A.Expr | None = None  # the where or let that failed
+    root_check: RootCheck | None = None  # the neighbour the root lacks (kind "root")
 
 
 class _State:
@@ -294,7 +303,7 @@ class Neighborhood:
         return found
 
 
-class _RootEnv:
+class RootEnv:
     """The ``Env`` of a rule's wheres on the root alone: each name the root equation binds
     read off the root node where the matcher would bind it (``CompiledRule.root_names``)
     — the same values whenever the root matches, so these wheres need not run again."""
@@ -383,6 +392,7 @@ class Matcher:
         self.max_attempts = max_attempts  # candidate bindings tried per root, then give up
         self.record_failures = record_failures  # keep why the deepest attempt failed
         self.last_failure: Failure | None = None
+        self._looking_at: NodeId | None = None  # (recorded failures only) the node being tried
 
     def matches(
         self, compiled: CompiledRule, root: NodeId, neighborhood: Neighborhood | None = None
@@ -408,6 +418,8 @@ class Matcher:
         """The rule's necessary conditions on the root's neighbours (see plan._root_checks;
         ``checks``: those of them still to ask), then its wheres on the root alone
         (``CompiledRule.root_wheres``)."""
+        if self.record_failures:
+            self._looking_at = hood.root
         for check in compiled.root_checks if checks is None else checks:
             if check.kind == "producer":
                 found = not check.ops.isdisjoint(hood.producers())
@@ -425,25 +437,35 @@ class Matcher:
                         wanted = "constant " + " or ".join(shown)
                     else:
                         wanted = " or ".join(op for _, op in sorted(check.ops))
-                    self._fail(0, f"no {wanted} next to the root", None)
+                    self._fail(0, f"no {wanted} next to the root", None, kind="root", root_check=check)
                 return False
         if compiled.root_wheres:
-            env = _RootEnv(self.view, hood.root, compiled.root_names)
-            for where, label in compiled.root_wheres:
+            env = RootEnv(self.view, hood.root, compiled.root_names)
+            for where, label, expr in compiled.root_wheres:
                 try:
                     holds = truth(where(env))
                 except EVAL_ERRORS as err:
                     if self.record_failures:
-                        self._fail(0, f"{label}: {as_failure(err)}", None, CONSTRAINTS)
+                        self._fail(0, f"{label}: {as_failure(err)}", None, CONSTRAINTS, "where", check=expr)
                     return False
                 if not holds:
                     if self.record_failures:
-                        self._fail(0, f"{label} does not hold", None, CONSTRAINTS)
+                        self._fail(0, f"{label} does not hold", None, CONSTRAINTS, "where", check=expr)
                     return False
         return True
 
     # --------------------------------------------------------------------- search
-    def _fail(self, depth: int, reason: str, state: _State | None, stage: int = OP) -> None:
+    def _fail(
+        self,
+        depth: int,
+        reason: str,
+        state: _State | None,
+        stage: int = OP,
+        kind: str = "op",
+        value: str | None = None,
+        check: A.Expr | None = None,
+        root_check: RootCheck | None = None,
+    ) -> None:
         """Record why an attempt failed (callers format the reason only when recording):
         the deepest step, and within it the furthest stage (a where that did not hold says
         more than the next alternative's op that did not fit)."""
@@ -452,7 +474,10 @@ class Matcher:
         last = self.last_failure
         if last is None or (depth, stage) >= (last.depth, last.stage):
             bindings = {} if state is None else dict(state.values) | dict(state.scalars)
-            self.last_failure = Failure(depth, reason, bindings, stage)
+            nodes = {} if state is None else dict(state.nodes)
+            self.last_failure = Failure(
+                depth, reason, bindings, stage, kind, nodes, self._looking_at, value, check, root_check
+            )
 
     def _search(
         self, compiled: CompiledRule, state: _State, step_index: int, root: NodeId, budget: list[int]
@@ -474,14 +499,20 @@ class Matcher:
             if step.via == "output":
                 producer = view.producer(bound)
                 if producer is None:
+                    if self.record_failures:
+                        self._link_failure(step, step_index, bound, state)
                     return
                 candidates = (producer,)
             else:
                 candidates = list(dict.fromkeys(n for n, slot in view.consumer_slots(bound) if type(slot) is int))
+                if not candidates and self.record_failures:
+                    self._link_failure(step, step_index, bound, state)
         by_key = step.alternatives
         for node_id in candidates:
             if node_id in state.used:
                 continue
+            if self.record_failures:
+                self._looking_at = node_id
             plans = by_key.get(view.node_key(node_id))
             if plans is None:
                 if self.record_failures:
@@ -507,29 +538,42 @@ class Matcher:
                         if self._match_inputs(plan, order, state, step_index):
                             budget[0] -= 1
                             if budget[0] < 0:
-                                self._fail(step_index, "match attempt budget exhausted", state, CONSTRAINTS)
+                                self._fail(step_index, "match attempt budget exhausted", state, CONSTRAINTS, "budget")
                                 return
                             state.bind_node(step.equation, node_id, plan)
                             if self._constraints(compiled, step, state, step_index):
                                 yield from self._search(compiled, state, step_index + 1, root, budget)
+                                if self.record_failures:  # (the deeper steps looked at others)
+                                    self._looking_at = node_id
                         state.undo(inner)
                 state.undo(mark)
+
+    def _link_failure(self, step: Step, depth: int, value: str, state: _State) -> None:
+        """Record that the value a step reaches its node through has no producer (a graph
+        input, an initializer) or no reader."""
+        wanted = " or ".join(sorted({op for _, op in step.alternatives}))
+        if step.via == "output":
+            reason = f"'{value}' has no producer ({wanted} wanted)"
+        else:
+            reason = f"'{value}' has no reader ({wanted} wanted)"
+        self._looking_at = None  # (no node to look at)
+        self._fail(depth, reason, state, kind="link", value=value)
 
     def _constraints(self, compiled: CompiledRule, step: Step, state: _State, depth: int) -> bool:
         # lets and wheres run compiled (see plan.Step.checks), without numpy's errstate
         # each time: the level runner sets it once (evaluate() does both per call)
-        for name, check, label in step.checks:
+        for name, check, label, expr in step.checks:
             try:
                 value = check(state)
                 ok = state.unify_scalar(name, value) if name is not None else truth(value)
             except EVAL_ERRORS as err:
                 if self.record_failures:
-                    what = label
-                    self._fail(depth, f"{what}: {as_failure(err)}", state, CONSTRAINTS)
+                    kind = "where" if name is None else "let"
+                    self._fail(depth, f"{label}: {as_failure(err)}", state, CONSTRAINTS, kind, check=expr)
                 return False
             if not ok:
                 if self.record_failures and name is None:
-                    self._fail(depth, f"{label} does not hold", state, CONSTRAINTS)
+                    self._fail(depth, f"{label} does not hold", state, CONSTRAINTS, "where", check=expr)
                 return False
         return True
 
@@ -552,14 +596,16 @@ class Matcher:
                 proto = view.node(node_id)
                 actual = attribute_default(proto.domain, proto.op_type, view.opset(proto.domain), name)
             elif actual is FUNCTION_ATTRIBUTE:
-                self._fail(depth, f"attribute {name} is the calling node's (inside a function)", state, ATTRIBUTES)
+                if self.record_failures:
+                    reason = f"attribute {name} is the calling node's (inside a function)"
+                    self._fail(depth, reason, state, ATTRIBUTES, "attribute")
                 return False
             # a name not bound yet captures the attribute, also one that another alternative
             # binds to an input (`ReduceMean(x) {axes: ax} | ReduceMean(x, ax)`)
             if bind is not None and bind not in state.values and (how == CAPTURE or bind in state.scalars):
                 if not state.unify_scalar(bind, actual):
                     if self.record_failures:
-                        self._fail(depth, f"attribute {name}={actual!r} differs", state, ATTRIBUTES)
+                        self._fail(depth, f"attribute {name}={actual!r} differs", state, ATTRIBUTES, "attribute")
                     return False
                 continue
             if how == FIXED:
@@ -569,11 +615,12 @@ class Matcher:
                     expected = compiled(state)
                 except EVAL_ERRORS as err:
                     if self.record_failures:
-                        self._fail(depth, f"attribute {name}: {as_failure(err)}", state, ATTRIBUTES)
+                        self._fail(depth, f"attribute {name}: {as_failure(err)}", state, ATTRIBUTES, "attribute")
                     return False
             if not values_equal(actual, expected):
                 if self.record_failures:
-                    self._fail(depth, f"attribute {name}={actual!r}, wanted {expected!r}", state, ATTRIBUTES)
+                    reason = f"attribute {name}={actual!r}, wanted {expected!r}"
+                    self._fail(depth, reason, state, ATTRIBUTES, "attribute")
                 return False
         return True
 
@@ -591,18 +638,19 @@ class Matcher:
         count = len(inputs)
         if count > plan.fixed and not plan.has_rest:
             if self.record_failures:
-                self._fail(depth, f"{plan.alt.op} has {count} inputs, pattern has {plan.fixed}", state, INPUTS)
+                self._fail(depth, f"{plan.alt.op} has {count} inputs, pattern has {plan.fixed}", state, INPUTS, "input")
             return False
         for i, arg in enumerate(plan.inputs):
             value = inputs[i] if i < count and inputs[i] else None
             if arg.kind is VAR:
                 if value is None and not arg.optional:
                     if self.record_failures:
-                        self._fail(depth, f"input {i} of {plan.alt.op} is missing", state, INPUTS)
+                        self._fail(depth, f"input {i} of {plan.alt.op} is missing", state, INPUTS, "input")
                     return False
                 if not state.unify_value(arg.name, value):
                     if self.record_failures:
-                        self._fail(depth, f"'{arg.name}' is bound to another value", state, INPUTS)
+                        reason = f"'{arg.name}' is bound to another value"
+                        self._fail(depth, reason, state, INPUTS, "input", value=value)
                     return False
             elif arg.kind is ANY:
                 if value is None:
@@ -618,6 +666,8 @@ class Matcher:
                             f"{'~' if arg.literal.approx else ''}{arg.literal.value}",
                             state,
                             INPUTS,
+                            "input",
+                            value=value,
                         )
                     return False
                 if arg.bind and not state.unify_value(arg.bind, value):

@@ -154,6 +154,7 @@ class Check(NamedTuple):
     let: str | None  # the let's name; None for a where
     compiled: Compiled
     label: str  # what a reason calls it
+    expr: A.Expr  # what it computes (a failure names it, so ``explain`` can show its values)
 
 
 class OutPlan(NamedTuple):
@@ -221,6 +222,7 @@ class RootWhere(NamedTuple):
 
     compiled: Compiled
     label: str  # what a reason calls it
+    expr: A.Expr  # the where itself (see Check.expr)
 
 
 class RevisitMove(NamedTuple):
@@ -361,14 +363,15 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
             for name in sorted(A.names_read(let.expr) & local.keys(), key=local.__getitem__):
                 if local[name] < li:  # an earlier let it reads
                     let_needed(local[name])
-            ordered.append(Check(let.name, compile_expr(let.expr), f"let {let.name} (line {let.pos.line})"))
+            ordered.append(Check(let.name, compile_expr(let.expr), f"let {let.name} (line {let.pos.line})", let.expr))
 
         wheres = wheres_at.get(k, ())
         needs = {wi: A.names_read(rule.wheres[wi].expr) & local.keys() for wi in wheres}
         for wi in sorted(wheres, key=lambda wi: (bool(needs[wi]), wi)):
             for name in sorted(needs[wi], key=local.__getitem__):
                 let_needed(local[name])
-            ordered.append(Check(None, compile_expr(rule.wheres[wi].expr), _where_label(rule.wheres[wi])))
+            where = rule.wheres[wi]
+            ordered.append(Check(None, compile_expr(where.expr), _where_label(where), where.expr))
         for li in lets_at.get(k, ()):
             let_needed(li)
         return tuple(ordered)
@@ -407,7 +410,10 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
         _revisit_paths(order, equations, binds),
         _root_checks(order, equations, root_index),
         root_names or {},
-        tuple(RootWhere(compile_expr(rule.wheres[wi].expr), _where_label(rule.wheres[wi])) for wi in hoisted),
+        tuple(
+            RootWhere(compile_expr(rule.wheres[wi].expr), _where_label(rule.wheres[wi]), rule.wheres[wi].expr)
+            for wi in hoisted
+        ),
         frozenset(produced_by[v] for v in A.spread_names(rule) if v in produced_by),
     )
 

@@ -20,8 +20,9 @@ from ..match.matcher import Match, values_equal
 from ..onnx_facts.schemas import attribute_default
 
 
-def unaccounted_attribute(view: GraphView, match: Match, deleted: set[NodeId]) -> str | None:
-    """Why the rewrite would drop an attribute of a deleted node (None when it would not)."""
+def unaccounted_attribute(view: GraphView, match: Match, deleted: set[NodeId]) -> tuple[str, NodeId] | None:
+    """Why the rewrite would drop an attribute of a deleted node, and that node (None when
+    it would not)."""
     spread = match.rule.spread
     for eq_index, node_id in match.nodes.items():
         if node_id not in deleted or eq_index in spread:
@@ -37,7 +38,8 @@ def unaccounted_attribute(view: GraphView, match: Match, deleted: set[NodeId]) -
                 shown = "the calling node's" if value is FUNCTION_ATTRIBUTE else f"{value!r}"
                 return (
                     f"attribute {name}={shown} of {proto.op_type} node '{proto.name or node_id}' "
-                    f"is not at its default and the rule does not account for it"
+                    f"is not at its default and the rule does not account for it",
+                    node_id,
                 )
     return None
 

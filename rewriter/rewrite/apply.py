@@ -40,11 +40,41 @@ from .replacement_types import replacement_type_problem
 class Refused(Exception):
     """The match is valid but applying it would break a guarantee; the graph is untouched.
     ``rule_fault``: the rule's own constraints should have excluded it (see
-    replacement_types.TypeProblem)."""
+    replacement_types.TypeProblem).  ``kind`` names the guarantee (one of ``REFUSAL_KINDS``),
+    ``node`` the node it concerns (the reader outside the match, the node whose attribute
+    would be dropped...) and ``value`` the value, where there is one: ``explain`` shows them."""
 
-    def __init__(self, message: str, rule_fault: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        rule_fault: bool = False,
+        kind: str = "guarantee",
+        node: NodeId | None = None,
+        value: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.rule_fault = rule_fault
+        self.kind = kind
+        self.node = node
+        self.value = value
+
+
+# what refused a match: a deleted value that is a graph output or is read outside the
+# match; an attribute the rewrite would drop; a replacement node the opset does not define
+# as built, or that its schema's types or onnx's inference reject; no kernel for it on the
+# root's provider; an alias that cannot keep a graph output's name; a redefined value's
+# producer still needed; (fixpoint.py) a match across providers or layer annotations
+REFUSAL_KINDS = (
+    "graph output",
+    "read outside",
+    "attribute",
+    "opset",
+    "types",
+    "kernel",
+    "alias",
+    "guarantee",
+    "placement",
+)
 
 
 @dataclass
@@ -285,7 +315,7 @@ class Rewriter:
         if self.check_node is not None:
             reason = self.check_node(node, match.root, inputs, outputs)
             if reason:
-                raise Refused(reason)
+                raise Refused(reason, kind="kernel", node=match.root)
         if domain:
             build.domains.add(domain)
         build.nodes.append(node)
@@ -300,20 +330,21 @@ class Rewriter:
         info = find_schema(domain, op, version)
         if info is None:
             if domain == "" or domain in known_domains():
-                raise Refused(f"{op} does not exist at opset {version} of '{domain}'")
+                raise Refused(f"{op} does not exist at opset {version} of '{domain}'", kind="opset")
             return  # a custom domain the pack declared: nothing to check against
         if domain == "" and version is not None and info.since_version > version:
-            raise Refused(f"{op} does not exist at opset {version}")
+            raise Refused(f"{op} does not exist at opset {version}", kind="opset")
         if not info.min_inputs <= n_inputs <= info.max_inputs:
             raise Refused(
                 f"{op}-{info.since_version} takes {info.min_inputs}.."
-                f"{info.max_inputs} inputs, the replacement gives {n_inputs}"
+                f"{info.max_inputs} inputs, the replacement gives {n_inputs}",
+                kind="opset",
             )
         if n_outputs > info.max_outputs:
-            raise Refused(f"{op}-{info.since_version} has at most {info.max_outputs} outputs")
+            raise Refused(f"{op}-{info.since_version} has at most {info.max_outputs} outputs", kind="opset")
         unknown = [name for name in attributes if name not in info.attributes]
         if unknown:
-            raise Refused(f"{op}-{info.since_version} has no attribute {unknown[0]}")
+            raise Refused(f"{op}-{info.since_version} has no attribute {unknown[0]}", kind="opset")
 
     def build(self, match: Match) -> _Build:
         build = _Build()
@@ -389,7 +420,7 @@ class Rewriter:
         view = self.view
         dropped = unaccounted_attribute(view, match, deleted)
         if dropped:
-            raise Refused(dropped)
+            raise Refused(dropped[0], kind="attribute", node=dropped[1])
         # (an absent optional output is no value of the graph)
         replaced = {value for name in match.rule.replaced if (value := _replaced_value(match, name))}
         referenced = build.reads()
@@ -399,36 +430,43 @@ class Rewriter:
                 if not value or value in replaced:
                     continue
                 if view.is_graph_output(value):
-                    raise Refused(f"'{value}' is a graph output")
+                    raise Refused(f"'{value}' is a graph output", kind="graph output", node=node_id, value=value)
                 outside = [
                     c
                     for c, _ in view.consumers(value)
                     if c not in deleted and not self._dies_with(c, deleted, referenced, dying)
                 ]
                 if outside:
-                    raise Refused(f"'{value}' is also used by node '{view.node(outside[0]).name or outside[0]}'")
+                    raise Refused(
+                        f"'{value}' is also used by node '{view.node(outside[0]).name or outside[0]}'",
+                        kind="read outside",
+                        node=outside[0],
+                        value=value,
+                    )
         for value in replaced:
             producer = view.producer(value)
             if producer is not None and producer not in deleted:
-                raise Refused(f"'{value}' is replaced but its producer is still needed")
+                raise Refused(f"'{value}' is replaced but its producer is still needed", node=producer, value=value)
         renamed: set[str] = set()
         for target, source in build.aliases:
             if view.producer(source) in deleted:
-                raise Refused(f"'{source}' would be deleted")
+                raise Refused(f"'{source}' would be deleted", kind="alias", value=source)
             if not view.is_graph_output(target):
                 continue
             if view.is_graph_input(source) or view.is_outer(source):
-                raise Refused(f"graph output '{target}' would become graph input '{source}'")
+                raise Refused(
+                    f"graph output '{target}' would become graph input '{source}'", kind="alias", value=target
+                )
             if view.is_graph_output(source):
-                raise Refused(f"graph outputs '{target}' and '{source}' would merge")
+                raise Refused(f"graph outputs '{target}' and '{source}' would merge", kind="alias", value=target)
             if source in renamed or not view.has_value(source):
-                raise Refused(f"'{source}' cannot take the name '{target}'")
+                raise Refused(f"'{source}' cannot take the name '{target}'", kind="alias", value=source)
             renamed.add(source)
         ill_typed = replacement_type_problem(
             view, build.nodes, build.names, build.initializers, build.aliases, replaced, build.types
         )
         if ill_typed:
-            raise Refused(ill_typed, ill_typed.rule_fault)
+            raise Refused(ill_typed, ill_typed.rule_fault, kind="types")
 
     def _dies_with(
         self, node_id: NodeId, deleted: set[NodeId], referenced: set[str], memo: dict[NodeId, bool], depth: int = 0

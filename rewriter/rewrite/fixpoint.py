@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,9 +24,10 @@ from ..expr.budget import end_attempts, start_attempt
 from ..expr.values import EvalFailure
 from ..graph.state import GraphState
 from ..graph.view import GraphView, NodeId
-from ..match.matcher import Matcher, RootDispatch
+from ..match.matcher import Match, Matcher, RootDispatch
 from ..match.plan import CompiledRule, OpKey, RevisitMove, compile_rule
 from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
+from ..onnx_facts.providers import short_name
 from ..passes import BUILTINS
 from .apply import Refused, Rewriter
 from .options import RunOptions
@@ -96,7 +97,11 @@ class LevelRunner:
         name: str,
         placement: Placement = Placement(),
         options: RunOptions = RunOptions(),
+        on_start: Callable[[LevelRunner], None] | None = None,
     ) -> None:
+        """``on_start`` is called once the level's built-ins have run their first round,
+        just before its rules are first tried: the graph as the rules first see it (what
+        ``explain`` looks at)."""
         self.state = state
         self.packs = list(packs)
         self.name = name
@@ -115,6 +120,7 @@ class LevelRunner:
         self.max_rewrites = options.max_rewrites
         self.check_fixpoint = options.check_fixpoint
         self.kernels = options.kernels
+        self.on_start = on_start
         self.stats = LevelStats()
 
     def run(self) -> LevelStats:
@@ -164,6 +170,8 @@ class LevelRunner:
             self.stats.builtin_seconds += time.perf_counter() - start
             if round_index > 0 and folded == 0:
                 break
+            if round_index == 0 and self.on_start is not None:
+                self.on_start(self)
             applied = self._rules_to_fixpoint(view, bound - total, recent)
             total += applied
             if applied == 0 and round_index > 0:
@@ -192,7 +200,7 @@ class LevelRunner:
 
     def _check_fixpoint(self, view: GraphView) -> None:
         matcher = Matcher(view, record_failures=False)
-        rewriter = Rewriter(self.state, self._kernel_check if self.placement.after_partition else None)
+        rewriter = self.new_rewriter()
         for node_id in sorted(view.node_ids(), key=view.order_of):
             dispatch = self.by_op.get(view.node_key(node_id))
             for rule in dispatch.rules if dispatch else ():
@@ -222,7 +230,7 @@ class LevelRunner:
         queue: deque[NodeId] = deque(ordered)
         queued = set(ordered)
         matcher = Matcher(view, record_failures=False)
-        rewriter = Rewriter(self.state, self._kernel_check if self.placement.after_partition else None)
+        rewriter = self.new_rewriter()
         applied = 0
         while queue:
             node_id = queue.popleft()
@@ -272,17 +280,37 @@ class LevelRunner:
             return result
         return None
 
-    def _placement_allows(self, rule: CompiledRule, match) -> bool:
+    def new_rewriter(self) -> Rewriter:
+        """A rewriter that applies matches as this level does (after partitioning, every
+        node it builds must have a kernel on the root's provider)."""
+        return Rewriter(self.state, self._kernel_check if self.placement.after_partition else None)
+
+    def _placement_allows(self, rule: CompiledRule, match: Match) -> bool:
+        return self.placement_refusal(rule, match) is None
+
+    def placement_refusal(self, rule: CompiledRule, match: Match) -> Refused | None:
+        """Why this level's placement refuses ``match`` (None when it allows it): after
+        partitioning, matched nodes of different providers or a provider the rule does
+        not list; before it, with ``respect_annotations``, different layer annotations."""
         metadata = self.state.view.metadata
         if self.placement.after_partition:
             providers = {metadata(n).get(EXECUTION_PROVIDER_KEY) for n in match.nodes.values()}
-            if len(providers) != 1:
-                return False  # never fuse nodes of different providers
+            if len(providers) != 1:  # never fuse nodes of different providers
+                return _mixed_placement(self.state.view, match, EXECUTION_PROVIDER_KEY)
             allowed = self.allowed.get(rule.name)
-            return not allowed or next(iter(providers)) in allowed
+            provider = next(iter(providers))
+            if allowed and provider not in allowed:
+                listed = ", ".join(sorted(short_name(p) for p in allowed))
+                return Refused(
+                    f"{rule.name} fuses only nodes on {listed}; these run on {short_name(provider or '?')}",
+                    kind="placement",
+                    node=match.root,
+                )
+            return None
         if self.placement.respect_annotations:
-            return len({metadata(n).get(LAYER_ANNOTATION_KEY) for n in match.nodes.values()}) == 1
-        return True
+            if len({metadata(n).get(LAYER_ANNOTATION_KEY) for n in match.nodes.values()}) != 1:
+                return _mixed_placement(self.state.view, match, LAYER_ANNOTATION_KEY)
+        return None
 
     def _kernel_check(self, node, root: NodeId, inputs: list[str], outputs: list[str]) -> str | None:
 
@@ -290,6 +318,28 @@ class LevelRunner:
         if provider is None or self.kernels.table(provider).supports(self.state.view, node, names=(inputs, outputs)):
             return None
         return f"{provider} has no kernel for {node.op_type} as built"
+
+
+def _mixed_placement(view: GraphView, match: Match, key: str) -> Refused:
+    """A match whose nodes are placed apart (``key``: the provider or the layer annotation),
+    naming the first node placed apart from the root."""
+    groups: dict[str | None, list[str]] = {}
+    apart: NodeId | None = None
+    root_place = view.metadata(match.root).get(key)
+    for node_id in sorted(match.nodes.values(), key=view.order_of):
+        place = view.metadata(node_id).get(key)
+        groups.setdefault(place, []).append(f"'{view.node(node_id).name or node_id}'")
+        if apart is None and place != root_place:
+            apart = node_id
+    shown = []
+    for place, names in groups.items():
+        listed = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        if key == EXECUTION_PROVIDER_KEY:
+            shown.append(f"{listed} on {short_name(place or '?')}")
+        else:
+            shown.append(f"{listed} {'not annotated' if place is None else f'annotated {place!r}'}")
+    what = "providers" if key == EXECUTION_PROVIDER_KEY else "layer annotations"
+    return Refused(f"the matched nodes have different {what}: {'; '.join(shown)}", kind="placement", node=apart)
 
 
 class _RevisitTrie:

@@ -17,6 +17,7 @@ from onnx import ModelProto
 
 from ..dsl import ast as A
 from ..dsl.unparse import show
+from ..explanation.diagnose import try_root
 from ..graph.model import ModelState
 from ..match.matcher import Matcher
 from ..rewrite.apply import Rewriter
@@ -49,14 +50,15 @@ def _why_not_applied(model: ModelProto, rule: A.Rule) -> Why:
     deepest = None
     for key in plan.root_ops:
         for node_id in state.view.nodes_by_op(*key):
-            for match in matcher.matches(plan, node_id):
-                refusal = rewriter.refusal(match)
-                if refusal is None:
-                    return Why("matched; refused by placement or the provider's kernels")
+            outcome = try_root(matcher, rewriter, plan, node_id)
+            if outcome.applies:
+                return Why("matched; refused by placement or the provider's kernels")
+            refusal = outcome.refusal
+            if refusal is not None:
                 why = Why(f"the engine refused the match: {str(refusal) or type(refusal).__name__}")
                 why.rule_fault = bool(getattr(refusal, "rule_fault", False))
                 return why
-            failure = matcher.last_failure
+            failure = outcome.failure
             if failure is not None and (deepest is None or failure.depth > deepest.depth):
                 deepest = failure
     if deepest is None:

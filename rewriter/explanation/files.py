@@ -1,0 +1,25 @@
+"""An explanation written as JSON, through the same output rules as a model: atomically
+(a temporary file renamed into place), never over an input of the run."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+
+from ..graph.output_file import Writing, output_file
+from .model import Explanation
+
+
+def check_json_output(path: str | os.PathLike, protected: Iterable[os.stat_result]) -> None:
+    """Refuse, before any work, a JSON output that cannot be written or is an input."""
+    output_file(path, protected, what="JSON output")
+
+
+def write_json(explanation: Explanation, path: str | os.PathLike, protected: Iterable[os.stat_result] = ()) -> None:
+    """Write ``explanation.to_json()`` to ``path`` (a ``ModelError`` when it may not be)."""
+    target = output_file(path, protected, what="JSON output")
+    data = (json.dumps(explanation.to_json(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    with Writing(target) as out:
+        out.write(data)
+        out.commit()
