@@ -8,40 +8,57 @@ rewriter rules [--level LEVEL]
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
 import unicodedata
+from functools import cache
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
-from rich.console import Console, JustifyMethod
-from rich.table import Table
 
 from .errors import ModelError, RewriterError, RuleError
 from .limits import MemoryCeiling, parse_size
 from .signals import Interrupted, interruptible
+from .version import __version__
+
+if TYPE_CHECKING:
+    from rich.console import Console, JustifyMethod
+
+# Each command imports what it needs (rich, the engine) when it runs: ``--version`` and
+# ``--help`` print a line without onnx, onnxruntime or NetworkX (half a second).
 
 EXIT_USAGE = 2
 MAX_MESSAGE = 2000  # characters of an error line (names in it come from the input)
 
 
+@cache
 def _console(stderr: bool = False) -> Console:
-    """Rich console; when output is not a terminal, wide enough not to truncate names."""
+    """Rich console (made when first printed to); when output is not a terminal, wide
+    enough not to truncate names."""
+    from rich.console import Console
+
     probe = Console(stderr=stderr)
     return Console(stderr=stderr, highlight=False, width=None if probe.is_terminal else 160)
 
 
-out = _console()
-err = _console(stderr=True)
+def out() -> Console:
+    """Where reports go (stdout)."""
+    return _console()
+
+
+def err() -> Console:
+    """Where warnings and verdicts go (stderr)."""
+    return _console(stderr=True)
 
 
 def one_line(text: str) -> str:
     """``text`` as one line: control characters (a newline in a node name) escaped, and
     cut at ``MAX_MESSAGE`` characters."""
-    out = "".join(repr(c)[1:-1] if unicodedata.category(c)[0] == "C" else c for c in str(text))
-    return out if len(out) <= MAX_MESSAGE else out[:MAX_MESSAGE] + "..."
+    escaped = "".join(repr(c)[1:-1] if unicodedata.category(c)[0] == "C" else c for c in str(text))
+    return escaped if len(escaped) <= MAX_MESSAGE else escaped[:MAX_MESSAGE] + "..."
 
 
 def _say(line: str) -> None:
@@ -60,7 +77,7 @@ def _fail(error: BaseException | str) -> NoReturn:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="rewriter")
+@click.version_option(__version__, prog_name="rewriter")
 def cli() -> None:
     """ONNX graph optimizations written as text rules."""
 
@@ -326,7 +343,7 @@ def _print_explanation(explanation, limit: int) -> None:
     from .explanation.render import render
 
     for line in render(explanation, limit):
-        out.print(line, soft_wrap=True)
+        out().print(line, soft_wrap=True)
 
 
 def _ceiling(max_memory: str) -> MemoryCeiling:
@@ -342,6 +359,8 @@ def _ceiling(max_memory: str) -> MemoryCeiling:
 
 
 def _print_partition(report) -> None:
+    from rich.table import Table
+
     from .onnx_facts.providers import short_name
 
     part = report.partition
@@ -353,9 +372,9 @@ def _print_partition(report) -> None:
         table.add_row(
             short_name(provider), str(part.counts.get(provider, 0)), str(report.providers_after.get(provider, 0))
         )
-    out.print(table)
+    out().print(table)
     if part.float32_nodes:
-        out.print(
+        out().print(
             f"float16 computed in float32 on the CPU (it has no float16 kernels for them): {part.float32_nodes} nodes"
             " (--keep-float16 leaves them)"
         )
@@ -372,12 +391,14 @@ def _print_partition(report) -> None:
                 str(decision.placed),
                 str(decision.fell_back),
             )
-        out.print(rules)
+        out().print(rules)
     for warning in part.warnings:
-        err.print(f"warning: {warning}", markup=False, soft_wrap=True)
+        err().print(f"warning: {warning}", markup=False, soft_wrap=True)
 
 
 def _print_report(report, model: Path, output: Path) -> None:
+    from rich.table import Table
+
     table = Table(title=f"{model} -> {output}", title_justify="left")
     table.add_column("rule")
     table.add_column("level", justify="right")
@@ -390,11 +411,11 @@ def _print_report(report, model: Path, output: Path) -> None:
         if removed:
             table.add_row(f"\\[builtin] {name}", "", f"{removed} nodes", "")
     if table.row_count:
-        out.print(table)
+        out().print(table)
     else:
-        out.print("no rule applied")
+        out().print("no rule applied")
     phases = ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in report.seconds.items())
-    out.print(
+    out().print(
         f"nodes: {report.nodes_before} -> {report.nodes_after}   time: {report.total_seconds * 1000:.1f} ms ({phases})",
         soft_wrap=True,
     )
@@ -424,7 +445,7 @@ def check(files: tuple[Path, ...]) -> None:
                 _say_error(problem)
             failed = True
         else:
-            out.print(f"{path}: ok, pack '{pack.name}' level {pack.level}, {len(pack.rules)} rules", markup=False)
+            out().print(f"{path}: ok, pack '{pack.name}' level {pack.level}, {len(pack.rules)} rules", markup=False)
     if failed:
         sys.exit(EXIT_USAGE)
 
@@ -483,6 +504,7 @@ def verify(
     instances of each pattern, rewrite them with the engine, and compare both models in
     onnxruntime.  A failure is shrunk and saved; exit 1."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
 
     from .verify import DEFAULT_EXAMPLES
     from .verify import verify as run_verify
@@ -500,9 +522,9 @@ def verify(
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
-        console=err,
+        console=err(),
         transient=True,
-        disable=not err.is_terminal,
+        disable=not err().is_terminal,
     )
     with progress:
         task = progress.add_task("verifying", total=total)
@@ -549,8 +571,8 @@ def verify(
             f"{v.seconds:.1f}",
             f"[{style}]{v.verdict}[/{style}]",
         )
-    out.print(table)
-    out.print(
+    out().print(table)
+    out().print(
         f"{len(report.verdicts)} rules in {report.seconds:.1f} s: {len(report.failed)} failed, "
         f"{len(report.unverified)} unverified",
         markup=False,
@@ -562,14 +584,14 @@ def verify(
                 if v.artifacts
                 else ""
             )
-            err.print(
+            err().print(
                 f"FAIL {v.pack}.{v.rule}: {v.message} (max abs error {v.max_abs:.3g}, max rel "
                 f"error {v.max_rel:.3g}){where}",
                 markup=False,
                 soft_wrap=True,
             )
         elif v.verdict == "unverified":
-            err.print(f"unverified {v.pack}.{v.rule}: {v.message}", markup=False, soft_wrap=True)
+            err().print(f"unverified {v.pack}.{v.rule}: {v.message}", markup=False, soft_wrap=True)
     if report.failed or (strict and report.unverified):
         sys.exit(1)
 
@@ -586,11 +608,11 @@ def list_rules(level: str) -> None:
     except RewriterError as error:
         _fail(error)
     for pack in packs:
-        out.print(f"[bold]{pack.name}[/bold] (level {pack.level}, {LEVEL_LABELS[pack.level]})  {pack.file}")
+        out().print(f"[bold]{pack.name}[/bold] (level {pack.level}, {LEVEL_LABELS[pack.level]})  {pack.file}")
         for builtin in pack.builtins:
-            out.print(f"  builtin {builtin}")
+            out().print(f"  builtin {builtin}")
         for rule in pack.rules:
-            out.print(f"  {rule.name}")
+            out().print(f"  {rule.name}")
 
 
 def main() -> None:
@@ -628,8 +650,6 @@ def main() -> None:
 
 
 def _debug() -> bool:
-    import os
-
     return bool(os.environ.get("REWRITER_DEBUG"))
 
 

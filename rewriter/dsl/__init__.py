@@ -1,25 +1,43 @@
-"""The rule language: text -> checked, immutable ``Pack`` objects."""
+"""The rule language: text -> checked, immutable ``Pack`` objects.
+
+The parser (lark) and the checker are imported when a pack has to be parsed, not with this
+package: the matcher and the rewriter import this package for the rule classes alone.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import RuleError, expect
 from ..text_files import MAX_TEXT_BYTES, TextFileError, read_text
 from .ast import Pack, Rule
-from .check import check_pack, check_rules
-from .parse import parse_pack, parse_pack_file, snippet
 
-_CACHE: dict[tuple[str, int, int], Pack] = {}
+if TYPE_CHECKING:
+    from .check import check_pack, check_rules
+    from .parse import parse_pack, parse_pack_file
+
+_LOADED: dict[tuple[str, int, int], Pack] = {}  # packs loaded by this process
 
 
 def _raise_first(errors: list[RuleError], text: str | None) -> None:
     if errors:
+        from .parse import snippet
+
         first = errors[0]
         if text is not None and not first.snippet:
             first.snippet = snippet(text, first.line, first.column)
         raise first
+
+
+def _parse_and_check(text: str, file: str) -> Pack:
+    from .check import check_pack
+    from .parse import parse_pack
+
+    pack = parse_pack(text, file)
+    _raise_first(check_pack(pack), text)
+    return pack
 
 
 def load_pack_text(text: str, file: str = "<rules>") -> Pack:
@@ -28,13 +46,11 @@ def load_pack_text(text: str, file: str = "<rules>") -> Pack:
     expect(file, str, "load_pack_text()'s file name")
     if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
         raise RuleError(f"rules text larger than {MAX_TEXT_BYTES >> 10} KB; split it into several packs", file, 0, 0)
-    pack = parse_pack(text, file)
-    _raise_first(check_pack(pack), text)
-    return pack
+    return _parse_and_check(text, file)
 
 
 def load_pack(path: str | Path) -> Pack:
-    """Parse and check a pack file, once per process (cached by path, size and mtime)."""
+    """Parse and check a pack file, once per process (remembered by path, size and mtime)."""
     expect(path, (str, os.PathLike), "load_pack()'s path")
     path = Path(path)
     try:
@@ -42,21 +58,28 @@ def load_pack(path: str | Path) -> Pack:
     except OSError as err:
         raise RuleError(f"cannot read rules file: {err.strerror or err}", str(path)) from None
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    if key not in _CACHE:
+    if key not in _LOADED:
         try:
             text = read_text(path)
         except TextFileError as err:
             raise RuleError(f"cannot read rules file: {err}", str(path), 0, 0) from None
-        pack = parse_pack(text, str(path))
-        _raise_first(check_pack(pack), text)
-        _CACHE[key] = pack
-    return _CACHE[key]
+        _LOADED[key] = _parse_and_check(text, str(path))
+    return _LOADED[key]
+
+
+def forget_loaded() -> None:
+    """Forget the packs this process loaded, so that the next ``load_pack`` reads its file
+    again: for tests and long-lived processes."""
+    _LOADED.clear()
 
 
 def load_pack_checked(source: str | Path | Pack) -> tuple[Pack, dict[str, list[RuleError]]]:
     """A pack (a file, or one parsed already) with each rule's static problems, by rule
     name, instead of raising them: ``rewriter verify`` fails those rules and verifies the
     others.  Problems of the pack as a whole (a bad header, a rule defined twice) raise."""
+    from .check import check_rules
+    from .parse import parse_pack
+
     if isinstance(source, Pack):
         pack, text = source, None
     else:
@@ -71,11 +94,25 @@ def load_pack_checked(source: str | Path | Pack) -> tuple[Pack, dict[str, list[R
     return pack, by_rule
 
 
+def __getattr__(name: str) -> Any:
+    """The parser's and the checker's entry points, imported on first use."""
+    if name in ("check_pack", "check_rules"):
+        from . import check
+
+        return getattr(check, name)
+    if name in ("parse_pack", "parse_pack_file"):
+        from . import parse
+
+        return getattr(parse, name)
+    raise AttributeError(f"module 'rewriter.dsl' has no attribute '{name}'")
+
+
 __all__ = [
     "Pack",
     "Rule",
     "check_pack",
     "check_rules",
+    "forget_loaded",
     "load_pack",
     "load_pack_checked",
     "load_pack_text",

@@ -22,9 +22,11 @@ verdict says drawing stopped).  Rules run in parallel worker processes (``jobs``
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import multiprocessing
 import os
 import shutil
+import sys
 import time
 import traceback
 import zlib
@@ -461,8 +463,11 @@ def _in_workers(
             on_rule(verdict)
 
     context = multiprocessing.get_context("spawn")  # not forked: this process may hold
+    loaded = tuple(sorted(n for n in sys.modules if n.split(".")[0] == "rewriter" and not n.endswith("__main__")))
     try:  # onnxruntime's thread pools
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=_load_modules, initargs=(loaded,)
+        ) as pool:
             futures = {pool.submit(verify_rule, pack, name, **options): index for index, pack, name in tasks}
             for future in as_completed(futures):
                 done(futures[future], future.result())
@@ -471,10 +476,21 @@ def _in_workers(
             if report.verdicts[index] is not None:
                 continue
             try:
-                with ProcessPoolExecutor(max_workers=1, mp_context=context) as alone:
+                with ProcessPoolExecutor(
+                    max_workers=1, mp_context=context, initializer=_load_modules, initargs=(loaded,)
+                ) as alone:
                     done(index, alone.submit(verify_rule, pack, name, **options).result())
             except BrokenProcessPool:
                 done(index, _crashed(pack.name, name, Path(options["out"])))
+
+
+def _load_modules(names: tuple[str, ...]) -> None:
+    """A worker's first step: load the rewriter modules its parent has loaded.  hypothesis
+    draws with the constants it finds in every loaded module of a source checkout (its
+    "local constants"), and the package imports its modules when first used: a worker that
+    loaded fewer would draw other instances than its parent for the same seed."""
+    for name in names:
+        importlib.import_module(name)
 
 
 def _crashed(pack: str, rule: str, out: Path) -> RuleVerdict:
