@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from .disk_cache import CACHE_SWITCH_VARIABLE
 from .errors import ModelError, RewriterError, RuleError
 from .limits import MemoryCeiling, parse_size
 from .signals import Interrupted, interruptible
@@ -175,6 +176,7 @@ def cli() -> None:
     "on the graph as its level began (printed even with -q).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("--no-cache", is_flag=True, help="Parse every pack; neither read nor write the pack cache.")
 def optimize(
     model: Path,
     output: Path,
@@ -193,8 +195,10 @@ def optimize(
     keep_float16: bool,
     explain_rules: tuple[str, ...],
     quiet: bool,
+    no_cache: bool,
 ) -> None:
     """Optimize MODEL with the rule packs up to --level and write it to -o."""
+    _cache_off(no_cache)
     from .graph.model_io import check_output, read_model, save_model
     from .graph.output_file import file_status
     from .pipeline import optimize as run_optimize
@@ -344,6 +348,12 @@ def _print_explanation(explanation, limit: int) -> None:
 
     for line in render(explanation, limit):
         out().print(line, soft_wrap=True)
+
+
+def _cache_off(no_cache: bool) -> None:
+    """``--no-cache``: as ``REWRITER_CACHE=0`` (README.md, "Cache") for this process."""
+    if no_cache:
+        os.environ[CACHE_SWITCH_VARIABLE] = "0"
 
 
 def _ceiling(max_memory: str) -> MemoryCeiling:
@@ -598,8 +608,10 @@ def verify(
 
 @cli.command(name="rules")
 @click.option("--level", default="all", show_default=True, help="Show packs up to this level.")
-def list_rules(level: str) -> None:
+@click.option("--no-cache", is_flag=True, help="Parse every pack; neither read nor write the pack cache.")
+def list_rules(level: str, no_cache: bool) -> None:
     """List the bundled rule packs and their rules."""
+    _cache_off(no_cache)
     from .pipeline import LEVEL_LABELS, bundled_packs, parse_level
 
     try:

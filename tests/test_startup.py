@@ -1,14 +1,19 @@
-"""Start-up: ``rewriter --version`` and ``--help`` load no engine library, and ``check``
-does not load the fuzzer.  Checked by the modules a fresh process ends up with, not by timing it (bench/startup.py
+"""Start-up: ``rewriter --version`` and ``--help`` load no engine library, and a run whose
+packs come from the cache (README.md, "Cache") loads neither the parser nor the fuzzer.
+Checked by the modules a fresh process ends up with, not by timing it (bench/startup.py
 measures the times)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import MODELS
+
+from rewriter.disk_cache import CACHE_DIR_VARIABLE, CACHE_SWITCH_VARIABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,5 +43,18 @@ def test_version_and_help_import_no_engine_library(args):
     assert not imported_by(*args) & heavy
 
 
-def test_check_does_not_load_the_fuzzer():
-    assert "hypothesis" not in imported_by("check", str(ROOT / "rules" / "basic.rules"))
+def test_a_warm_run_imports_neither_the_parser_nor_the_fuzzer(tmp_path):
+    env = {**os.environ, CACHE_DIR_VARIABLE: str(tmp_path / "cache")}
+    env.pop(CACHE_SWITCH_VARIABLE, None)
+    run = ("optimize", str(MODELS / "convnet_bn.onnx"), "-o", str(tmp_path / "o.onnx"), "--level", "all", "-q")
+    assert "lark" in imported_by(*run, env=env)  # cold: parsed
+    modules = imported_by(*run, env=env)
+    assert not modules & {"lark", "hypothesis"}
+
+
+def test_check_and_rules_do_not_load_the_fuzzer(tmp_path):
+    env = {**os.environ, CACHE_DIR_VARIABLE: str(tmp_path / "cache")}
+    env.pop(CACHE_SWITCH_VARIABLE, None)
+    assert "hypothesis" not in imported_by("check", str(ROOT / "rules" / "basic.rules"), env=env)
+    imported_by("rules", env=env)  # (fills the cache)
+    assert not imported_by("rules", env=env) & {"hypothesis", "lark"}

@@ -1,7 +1,8 @@
 """The rule language: text -> checked, immutable ``Pack`` objects.
 
 The parser (lark) and the checker are imported when a pack has to be parsed, not with this
-package: the matcher and the rewriter import this package for the rule classes alone.
+package: a pack found in the disk cache (``pack_cache.py``) needs neither, and the matcher
+and the rewriter import this package for the rule classes alone.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RuleError, expect
 from ..text_files import MAX_TEXT_BYTES, TextFileError, read_text
+from . import pack_cache
 from .ast import Pack, Rule
 
 if TYPE_CHECKING:
@@ -50,7 +52,8 @@ def load_pack_text(text: str, file: str = "<rules>") -> Pack:
 
 
 def load_pack(path: str | Path) -> Pack:
-    """Parse and check a pack file, once per process (remembered by path, size and mtime)."""
+    """Parse and check a pack file, once per process (remembered by path, size and mtime),
+    and across processes through the disk cache (by content: ``pack_cache.py``)."""
     expect(path, (str, os.PathLike), "load_pack()'s path")
     path = Path(path)
     try:
@@ -63,13 +66,17 @@ def load_pack(path: str | Path) -> Pack:
             text = read_text(path)
         except TextFileError as err:
             raise RuleError(f"cannot read rules file: {err}", str(path), 0, 0) from None
-        _LOADED[key] = _parse_and_check(text, str(path))
+        pack = pack_cache.load(text, str(path))
+        if pack is None:
+            pack = _parse_and_check(text, str(path))
+            pack_cache.store(text, str(path), pack)
+        _LOADED[key] = pack
     return _LOADED[key]
 
 
 def forget_loaded() -> None:
     """Forget the packs this process loaded, so that the next ``load_pack`` reads its file
-    again: for tests and long-lived processes."""
+    again (and asks the disk cache): for tests and long-lived processes."""
     _LOADED.clear()
 
 
