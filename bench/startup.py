@@ -2,6 +2,7 @@
 
     python bench/startup.py                          # the commands below, 5 fresh processes each
     python bench/startup.py --repeat 9 --model examples/convnet_bn.onnx
+    PYTHONPATH=/path/to/other/checkout python bench/startup.py   # measure another tree
 
 For each command (``--version``, ``--help``, ``rules``, ``check`` of a bundled pack,
 ``optimize`` of the example model at ``basic`` and ``all``), in fresh processes:
@@ -67,7 +68,7 @@ def run_once(argv: list[str], modules: list[str], mode: str, env: dict[str, str]
     read, write = os.pipe()
     proc = subprocess.Popen(
         [sys.executable, "-c", _RUNNER, json.dumps(modules), json.dumps(argv), mode, str(write)],
-        cwd=ROOT,
+        cwd=tempfile.gettempdir(),  # (not the checkout: PYTHONPATH may name another tree to measure)
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -82,14 +83,16 @@ def run_once(argv: list[str], modules: list[str], mode: str, env: dict[str, str]
 
 def wall(command: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(
+        command, cwd=tempfile.gettempdir(), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
     return time.perf_counter() - start
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--model", default="examples/convnet_bn.onnx")
+    parser.add_argument("--model", default=str(ROOT / "examples" / "convnet_bn.onnx"))
     args = parser.parse_args()
 
     out = Path(tempfile.mkdtemp(prefix="rewriter-startup-"))
@@ -102,7 +105,7 @@ def main() -> None:
         ("--version", ["--version"], warm),
         ("--help", ["--help"], warm),
         ("rules", ["rules"], warm),
-        ("check rules/basic.rules", ["check", "rules/basic.rules"], warm),
+        ("check rules/basic.rules", ["check", str(ROOT / "rules" / "basic.rules")], warm),
         ("optimize --level basic, cold cache", [*optimize, "--level", "basic"], cold),
         ("optimize --level basic, warm cache", [*optimize, "--level", "basic"], warm),
         ("optimize --level all, cold cache", [*optimize, "--level", "all"], cold),

@@ -633,6 +633,23 @@ def main() -> None:
     Usage errors (click's), termination signals (after cleanup: no temporary file is
     left), running out of memory and nesting too deep for Python's stack are errors a user
     can cause too."""
+    try:
+        _main()
+    finally:
+        _leave_objects_to_the_exit()
+
+
+def _leave_objects_to_the_exit() -> None:
+    """The process ends next, and its objects with it.  Python's shutdown would first run
+    full cyclic collections over every one of them — 150-250 ms after optimizing a small
+    model, more than the run itself; frozen (``gc.freeze``), they are skipped.  atexit
+    handlers and module teardown still run, and every file was closed by its writer."""
+    import gc
+
+    gc.freeze()
+
+
+def _main() -> None:
     with interruptible():
         try:
             code = cli.main(standalone_mode=False)
