@@ -13,7 +13,8 @@ For each command (``--version``, ``--help``, ``rules``, ``check`` of a bundled p
   ends up importing (found by a first run; numpy, onnx, onnxruntime, networkx, click,
   rich, lark, hypothesis... whichever it needs);
 * ``ours``: the rest of the run with those already imported: importing ``rewriter``'s own
-  modules and running the command — the project's own time.
+  modules and running the command — the project's own time (``ours CPU``: the process's
+  CPU time for the same, less sensitive to other work on the machine).
 
 ``optimize`` is measured with the pack cache cold (``REWRITER_CACHE=0``) and warm (a
 cache directory filled by one run first; see README.md, "Cache").  This 2-core machine's
@@ -41,24 +42,24 @@ ROOT = Path(__file__).resolve().parent.parent
 _RUNNER = r"""
 import importlib, json, os, sys, time
 modules, argv, mode, fd = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-start = time.perf_counter()
+start, start_cpu = time.perf_counter(), time.process_time()
 for name in modules:
     try:
         importlib.import_module(name)
     except Exception:
         pass
-middle = time.perf_counter()
+middle, middle_cpu = time.perf_counter(), time.process_time()
 sys.argv = ["rewriter", *argv]
 from rewriter.cli import main
 try:
     main()
 except SystemExit:
     pass
-end = time.perf_counter()
+end, end_cpu = time.perf_counter(), time.process_time()
 if mode == "modules":
     result = [m for m in sys.modules if m != "rewriter" and not m.startswith("rewriter.") and m != "__main__"]
 else:
-    result = [middle - start, end - middle]
+    result = [middle - start, end - middle, end_cpu - middle_cpu]
 with os.fdopen(fd, "w") as report:
     json.dump(result, report)
 """
@@ -113,19 +114,19 @@ def main() -> None:
     ]
     run_once([*optimize, "--level", "all"], [], "time", warm)  # fill the cache
     modules = {name: run_once(argv, [], "modules", env) for name, argv, env in cases}
-    samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _, _ in cases}
+    samples: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name, _, _ in cases}
     floor: list[float] = []
     executable = str(Path(sys.executable).with_name("rewriter"))
     for _ in range(args.repeat):  # interleaved rounds: drift hits every command alike
         floor.append(wall([sys.executable, "-c", "pass"], base))
         for name, argv, env in cases:
-            third, ours = run_once(argv, modules[name], "time", env)  # type: ignore[misc]
-            samples[name].append((wall([executable, *argv], env), third, ours))
+            third, ours, ours_cpu = run_once(argv, modules[name], "time", env)  # type: ignore[misc]
+            samples[name].append((wall([executable, *argv], env), third, ours, ours_cpu))
     print(f"python -c pass: {statistics.median(floor) * 1000:.0f} ms (median of {args.repeat})")
-    print(f"{'command':40} {'wall':>8} {'third-party':>12} {'ours':>8}")
+    print(f"{'command':40} {'wall':>8} {'third-party':>12} {'ours':>8} {'ours CPU':>9}")
     for name, rows in samples.items():
-        w, t, o = (statistics.median(column) * 1000 for column in zip(*rows))
-        print(f"{name:40} {w:6.0f} ms {t:9.0f} ms {o:6.0f} ms")
+        w, t, o, c = (statistics.median(column) * 1000 for column in zip(*rows))
+        print(f"{name:40} {w:6.0f} ms {t:9.0f} ms {o:6.0f} ms {c:6.0f} ms")
 
 
 if __name__ == "__main__":
