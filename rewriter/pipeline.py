@@ -26,7 +26,7 @@ from pathlib import Path
 
 from onnx import ModelProto
 
-from .dsl import Pack, load_pack
+from .dsl import Pack, load_pack, pack_level
 from .errors import RewriterError, expect
 from .explanation import Explainer, Explanation
 from .expr.budget import end_run, start_run
@@ -163,7 +163,8 @@ def _check_arguments(
 
 
 def _select_packs(level: int, rules: Iterable[str | os.PathLike | Pack] | None, use_bundled: bool) -> list[Pack]:
-    packs = bundled_packs() if use_bundled else []
+    # (bundled packs above the level are not even built when the cache has them)
+    packs = [load_pack(p) for p in bundled_pack_paths() if pack_level(p) <= level] if use_bundled else []
     for item in rules or ():
         packs.append(item if isinstance(item, Pack) else load_pack(Path(item)))
     return [p for p in packs if p.level <= level]

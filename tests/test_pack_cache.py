@@ -18,7 +18,7 @@ from helpers import MODELS
 
 import rewriter
 from rewriter.disk_cache import CACHE_DIR_VARIABLE, CACHE_SWITCH_VARIABLE, ENTRY_SUFFIX, DiskCache
-from rewriter.dsl import forget_loaded, load_pack, pack_cache, serial
+from rewriter.dsl import forget_loaded, load_pack, pack_cache, pack_level, serial
 from rewriter.dsl import parse as parse_module
 from rewriter.errors import RuleError
 from rewriter.expr.functions import FUNCTIONS, Function
@@ -386,3 +386,17 @@ def test_the_same_optimized_model_with_and_without_the_cache(cache_dir, monkeypa
     with_cache = _optimized(model, "all")
     assert pack_cache.counts["hit"] == before + len(bundled_pack_paths())
     assert with_cache == without
+
+
+def test_a_run_builds_only_the_bundled_packs_up_to_its_level(cache_dir):
+    model = str(ROOT / "examples" / "convnet_bn.onnx")
+    forget_loaded()
+    rewriter.optimize(model, level="basic")  # cold: every pack parsed (its level is in its text)
+    assert len(entries(cache_dir)) == len(bundled_pack_paths())
+    before = dict(pack_cache.counts)
+    forget_loaded()
+    result = rewriter.optimize(model, level="basic")
+    assert pack_cache.counts["hit"] - before.get("hit", 0) == 1  # basic; extended and layout not built
+    assert {r.level for r in result.report.rules} == {1}
+    levels = {path.stem: pack_level(path) for path in bundled_pack_paths()}
+    assert levels == {"basic": 1, "extended": 2, "layout": 3}

@@ -51,27 +51,47 @@ def load_pack_text(text: str, file: str = "<rules>") -> Pack:
     return _parse_and_check(text, file)
 
 
+def _loaded_key(path: Path) -> tuple[str, int, int]:
+    try:
+        stat = path.stat()
+    except OSError as err:
+        raise RuleError(f"cannot read rules file: {err.strerror or err}", str(path)) from None
+    return (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+def _read(path: Path) -> str:
+    try:
+        return read_text(path)
+    except TextFileError as err:
+        raise RuleError(f"cannot read rules file: {err}", str(path), 0, 0) from None
+
+
 def load_pack(path: str | Path) -> Pack:
     """Parse and check a pack file, once per process (remembered by path, size and mtime),
     and across processes through the disk cache (by content: ``pack_cache.py``)."""
     expect(path, (str, os.PathLike), "load_pack()'s path")
     path = Path(path)
-    try:
-        stat = path.stat()
-    except OSError as err:
-        raise RuleError(f"cannot read rules file: {err.strerror or err}", str(path)) from None
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    key = _loaded_key(path)
     if key not in _LOADED:
-        try:
-            text = read_text(path)
-        except TextFileError as err:
-            raise RuleError(f"cannot read rules file: {err}", str(path), 0, 0) from None
+        text = _read(path)
         pack = pack_cache.load(text, str(path))
         if pack is None:
             pack = _parse_and_check(text, str(path))
             pack_cache.store(text, str(path), pack)
         _LOADED[key] = pack
     return _LOADED[key]
+
+
+def pack_level(path: str | Path) -> int:
+    """The level a pack file declares, read from the disk cache without building its rules
+    when the pack is there (a run skips the packs above its level), else by loading it."""
+    expect(path, (str, os.PathLike), "pack_level()'s path")
+    path = Path(path)
+    loaded = _LOADED.get(_loaded_key(path))
+    if loaded is not None:
+        return loaded.level
+    level = pack_cache.level(_read(path), str(path))
+    return level if level is not None else load_pack(path).level
 
 
 def forget_loaded() -> None:
@@ -123,6 +143,7 @@ __all__ = [
     "load_pack",
     "load_pack_checked",
     "load_pack_text",
+    "pack_level",
     "parse_pack",
     "parse_pack_file",
 ]

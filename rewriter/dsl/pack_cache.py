@@ -137,6 +137,22 @@ def load(text: str, file: str) -> A.Pack | None:
     return pack
 
 
+def level(text: str, file: str) -> int | None:
+    """The level of the cached pack of ``text`` (read from ``file``) without building its
+    rules, or None: the pipeline skips packs above the level it runs (building the bundled
+    extended and layout packs was most of a basic run's reading)."""
+    cache = _store()
+    if cache is None:
+        return None
+    payload = cache.get(cache_key(text, file))
+    if payload is None:
+        return None
+    try:
+        return serial.pack_level(json.loads(payload))
+    except (ValueError, RecursionError):
+        return None
+
+
 def store(text: str, file: str, pack: A.Pack) -> None:
     """Keep a pack that passed the checker for later runs (quietly nothing when it cannot be
     cached: the cache is off or unwritable, or the pack would not read back equal)."""

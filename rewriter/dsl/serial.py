@@ -112,6 +112,16 @@ def encode(pack: A.Pack) -> list:
 # ---------------------------------------------------------------------------------- reading
 
 
+def pack_level(data: object) -> int | None:
+    """The level of the pack ``encode`` made ``data`` of, read without building the pack
+    (None when ``data`` does not even look like one; ``decode`` checks the rest)."""
+    names = [name for name, _ in _hints(A.Pack)]
+    if type(data) is not list or len(data) != len(names) + 1 or data[0] != "Pack":
+        return None
+    level = data[names.index("level") + 1]
+    return level if type(level) is int else None
+
+
 def decode(data: object, file: str) -> A.Pack:
     """The pack ``encode`` made of it (``file``: the pack's file, which its positions name);
     ``NotAPack`` for anything else."""
