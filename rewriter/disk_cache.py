@@ -103,8 +103,8 @@ class DiskCache:
                 return None
             chunks = []
             size = 0
-            while size <= limit:
-                chunk = os.read(fd, limit + 1 - size)
+            while size <= limit:  # (what fstat said, and one byte more: a file that grew is read to the limit)
+                chunk = os.read(fd, min(max(info.st_size + 1 - size, 1 << 16), limit + 1 - size))
                 if not chunk:
                     break
                 chunks.append(chunk)

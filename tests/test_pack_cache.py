@@ -248,7 +248,7 @@ _WRITER = """
 import sys
 from rewriter.disk_cache import DiskCache
 directory, key, me = sys.argv[1], sys.argv[2], int(sys.argv[3])
-store = DiskCache(directory, 1 << 30, 1 << 30)
+store = DiskCache(directory, 1 << 26, 1 << 20)
 payload = bytes([65 + me]) * (200_000 + 1000 * me)
 for _ in range(40):
     assert store.put(key, payload)
@@ -258,7 +258,7 @@ _READER = """
 import sys
 from rewriter.disk_cache import DiskCache
 directory, key = sys.argv[1], sys.argv[2]
-store = DiskCache(directory, 1 << 30, 1 << 30)
+store = DiskCache(directory, 1 << 26, 1 << 20)
 seen = set()
 for _ in range(400):
     got = store.get(key)
@@ -275,7 +275,7 @@ def test_concurrent_writers_leave_a_whole_entry_and_readers_never_see_a_partial_
     reader = subprocess.run([sys.executable, "-c", _READER, directory, key], capture_output=True, text=True)
     assert all(w.wait(timeout=120) == 0 for w in writers)
     assert reader.returncode == 0, reader.stderr
-    got = DiskCache(Path(directory), 1 << 30, 1 << 30).get(key)
+    got = DiskCache(Path(directory), 1 << 26, 1 << 20).get(key)
     assert got is not None and len(set(got)) == 1
     assert [p.name for p in Path(directory).iterdir() if not p.name.endswith(ENTRY_SUFFIX)] == []  # no temp left
 
