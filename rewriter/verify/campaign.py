@@ -145,6 +145,7 @@ def verify_rule(
     budget_seconds: float = BUDGET_SECONDS,
 ) -> RuleVerdict:
     """Fuzz one rule of a pack; see the module docstring."""
+    _load_the_engine()  # (the draws must not depend on what else this process imported)
     began = time.monotonic()
     (rule,) = [r for r in pack.rules if r.name == rule_name]
     single = dataclasses.replace(pack, rules=(rule,), builtins=())
@@ -466,7 +467,7 @@ def _in_workers(
     loaded = tuple(sorted(n for n in sys.modules if n.split(".")[0] == "rewriter" and not n.endswith("__main__")))
     try:  # onnxruntime's thread pools
         with ProcessPoolExecutor(
-            max_workers=workers, mp_context=context, initializer=_load_modules, initargs=(loaded,)
+            max_workers=workers, mp_context=context, initializer=_load_the_engine, initargs=(loaded,)
         ) as pool:
             futures = {pool.submit(verify_rule, pack, name, **options): index for index, pack, name in tasks}
             for future in as_completed(futures):
@@ -477,19 +478,34 @@ def _in_workers(
                 continue
             try:
                 with ProcessPoolExecutor(
-                    max_workers=1, mp_context=context, initializer=_load_modules, initargs=(loaded,)
+                    max_workers=1, mp_context=context, initializer=_load_the_engine, initargs=(loaded,)
                 ) as alone:
                     done(index, alone.submit(verify_rule, pack, name, **options).result())
             except BrokenProcessPool:
                 done(index, _crashed(pack.name, name, Path(options["out"])))
 
 
-def _load_modules(names: tuple[str, ...]) -> None:
-    """A worker's first step: load the rewriter modules its parent has loaded.  hypothesis
-    draws with the constants it finds in every loaded module of a source checkout (its
-    "local constants"), and the package imports its modules when first used: a worker that
-    loaded fewer would draw other instances than its parent for the same seed."""
-    for name in names:
+_ENGINE_LOADED = False
+
+
+def _load_the_engine(also: tuple[str, ...] = ()) -> None:
+    """Import every module of the engine (all of rewriter but the command line), and
+    ``also`` these.  hypothesis draws with the constants it finds in every loaded module of
+    a source checkout (its "local constants"), and the package imports its modules when
+    first used: without this, what a process happened to import before — another command,
+    earlier tests, a worker that imported less than its parent — would change the instances
+    a seed draws.  Run by ``verify_rule`` and by each worker first (``also``: what its
+    parent has loaded beyond the engine, the command line when it runs there)."""
+    global _ENGINE_LOADED
+    if not _ENGINE_LOADED:
+        import pkgutil
+
+        package = importlib.import_module("rewriter")
+        for found in pkgutil.walk_packages(package.__path__, "rewriter."):
+            if found.name.rpartition(".")[2] != "__main__" and found.name != "rewriter.cli":
+                importlib.import_module(found.name)
+        _ENGINE_LOADED = True
+    for name in also:
         importlib.import_module(name)
 
 
