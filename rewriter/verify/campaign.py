@@ -489,20 +489,21 @@ _ENGINE_LOADED = False
 
 
 def _load_the_engine(also: tuple[str, ...] = ()) -> None:
-    """Import every module of the engine (all of rewriter but the command line), and
-    ``also`` these.  hypothesis draws with the constants it finds in every loaded module of
-    a source checkout (its "local constants"), and the package imports its modules when
-    first used: without this, what a process happened to import before — another command,
-    earlier tests, a worker that imported less than its parent — would change the instances
-    a seed draws.  Run by ``verify_rule`` and by each worker first (``also``: what its
-    parent has loaded beyond the engine, the command line when it runs there)."""
+    """Import every module of the package (``__main__`` aside), and ``also`` these.
+    hypothesis draws with the constants it finds in every loaded module of a source checkout
+    (its "local constants"), and the package imports its modules when first used: without
+    this, what a process happened to import before — another command, earlier tests, a
+    worker that imported less than its parent — would change the instances a seed draws.
+    The command line is loaded too (by name: nothing here uses it), so that the API and
+    ``rewriter verify`` draw alike.  Run by ``verify_rule`` and by each worker first
+    (``also``: whatever else its parent has loaded of the package)."""
     global _ENGINE_LOADED
     if not _ENGINE_LOADED:
         import pkgutil
 
         package = importlib.import_module("rewriter")
         for found in pkgutil.walk_packages(package.__path__, "rewriter."):
-            if found.name.rpartition(".")[2] != "__main__" and found.name != "rewriter.cli":
+            if found.name.rpartition(".")[2] != "__main__":
                 importlib.import_module(found.name)
         _ENGINE_LOADED = True
     for name in also:
