@@ -96,12 +96,16 @@ def main() -> None:
     parser.add_argument("--model", default=str(ROOT / "examples" / "convnet_bn.onnx"))
     args = parser.parse_args()
 
-    out = Path(tempfile.mkdtemp(prefix="rewriter-startup-"))
+    with tempfile.TemporaryDirectory(prefix="rewriter-startup-") as folder:  # (the cache and outputs)
+        measure(args.repeat, args.model, Path(folder))
+
+
+def measure(repeat: int, model: str, out: Path) -> None:
     cache = out / "cache"
     base = dict(os.environ)
     cold = {**base, "REWRITER_CACHE": "0"}
     warm = {**base, "REWRITER_CACHE_DIR": str(cache)}
-    optimize = ["optimize", args.model, "-o", str(out / "o.onnx"), "-q"]
+    optimize = ["optimize", model, "-o", str(out / "o.onnx"), "-q"]
     cases: list[tuple[str, list[str], dict[str, str]]] = [
         ("--version", ["--version"], warm),
         ("--help", ["--help"], warm),
@@ -117,12 +121,12 @@ def main() -> None:
     samples: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name, _, _ in cases}
     floor: list[float] = []
     executable = str(Path(sys.executable).with_name("rewriter"))
-    for _ in range(args.repeat):  # interleaved rounds: drift hits every command alike
+    for _ in range(repeat):  # interleaved rounds: drift hits every command alike
         floor.append(wall([sys.executable, "-c", "pass"], base))
         for name, argv, env in cases:
             third, ours, ours_cpu = run_once(argv, modules[name], "time", env)  # type: ignore[misc]
             samples[name].append((wall([executable, *argv], env), third, ours, ours_cpu))
-    print(f"python -c pass: {statistics.median(floor) * 1000:.0f} ms (median of {args.repeat})")
+    print(f"python -c pass: {statistics.median(floor) * 1000:.0f} ms (median of {repeat})")
     print(f"{'command':40} {'wall':>8} {'third-party':>12} {'ours':>8} {'ours CPU':>9}")
     for name, rows in samples.items():
         w, t, o, c = (statistics.median(column) * 1000 for column in zip(*rows))
