@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what __getattr__ imports, for type checkers and editors
     from .explanation import Attempt, Binding, Cause, Explanation, Note
     from .expr.functions import register_predicate
     from .graph.model_io import load_model, save_model
+    from .online import InferenceSession
     from .onnx_facts.validity import check_model, register_onnxruntime_schemas
     from .pipeline import Report, Result, bundled_packs, explain, optimize, parse_level
 
@@ -35,6 +36,7 @@ __all__ = [
     "Explanation",
     "FixpointError",
     "GrowthError",
+    "InferenceSession",
     "ModelError",
     "Note",
     "Pack",
@@ -83,6 +85,10 @@ def __getattr__(name: str) -> Any:
         from . import explanation
 
         value = getattr(explanation, name)
+    elif name == "InferenceSession":
+        from .online import InferenceSession
+
+        value = InferenceSession
     elif name in ("Report", "Result", "bundled_packs", "explain", "optimize", "parse_level"):
         from . import pipeline
 

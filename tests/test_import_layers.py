@@ -32,7 +32,7 @@ FLOORS: list[set[str]] = [
     {"rewrite"},
     {"explanation"},
     {"pipeline"},
-    {"verify"},
+    {"verify", "online"},
     {"cli", "__main__", "__init__"},
 ]
 FLOOR_OF = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}

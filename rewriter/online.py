@@ -1,0 +1,71 @@
+"""Online mode: optimize with the packs, then open an ``onnxruntime.InferenceSession`` on the
+result in one call, as ONNX Runtime's docs describe online optimization beside offline.
+
+ONNX Runtime's own optimizer still runs on our output (its NCHWc layout, kernels it picks
+per machine), with one exception chosen by measurement: where the CPU provider leads, its
+SkipLayerNormFusion and EmbedLayerNormFusion are disabled.  onnxruntime's CPU kernels for
+those fused ops are slower than the Add and LayerNormalization they replace (1.3x-7.9x, see
+rules/extended.rules), which is why our packs leave them unfused on the CPU; with the fusions
+on, onnxruntime would fuse them back (BERT, extended level: 0.80 of ORT_ENABLE_ALL's time on
+the original with them, 0.67 without; MobileNetV3 1.01 -> 1.00; ViT 0.81 -> 0.76).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from onnx import ModelProto
+
+from .dsl import Pack
+from .errors import RewriterError
+from .onnx_facts.providers import CPU, provider_list
+from .pipeline import optimize
+
+# ONNX Runtime optimizers that would redo what our CPU packs leave out on purpose
+CPU_SLOWER_FUSIONS = ("SkipLayerNormFusion", "EmbedLayerNormFusion")
+_PROTOBUF_LIMIT = 2**31 - 1024  # larger models go to onnxruntime as a file with external data
+
+
+def InferenceSession(  # (named like the onnxruntime class it returns)
+    model: ModelProto | str | os.PathLike,
+    level: str | int = "extended",
+    providers: Sequence[str] | str | None = None,
+    rules: Sequence[str | os.PathLike | Pack] | None = None,
+    session_options: Any = None,
+    **optimize_options: Any,
+) -> Any:
+    """Optimize ``model`` with the packs up to ``level`` for ``providers`` (our names or
+    onnxruntime's, priority first; CPU when not given) and return an
+    ``onnxruntime.InferenceSession`` on the result with the same providers.
+
+    ``session_options`` (an ``onnxruntime.SessionOptions``, changed in place) keeps the
+    caller's settings; its graph optimization level is set to ORT_ENABLE_ALL, and where the
+    CPU provider leads, the fusions in ``CPU_SLOWER_FUSIONS`` are disabled (see the module
+    docstring).  Other keyword arguments go to ``rewriter.optimize``.  The optimized model
+    is passed to onnxruntime in memory (through a temporary file past protobuf's 2 GB)."""
+    import onnxruntime as ort
+
+    order = provider_list(providers if providers is None or isinstance(providers, str) else list(providers))
+    available = set(ort.get_available_providers())
+    missing = [p for p in order if p not in available]
+    if missing:
+        raise RewriterError(f"onnxruntime here has no {', '.join(missing)} (it has {', '.join(sorted(available))})")
+    result = optimize(model, level=level, rules=rules, providers=order, **optimize_options)
+    options = session_options if session_options is not None else ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    disabled = list(CPU_SLOWER_FUSIONS) if order[0] == CPU else []
+    optimized = result.model
+    if optimized.ByteSize() < _PROTOBUF_LIMIT:
+        return ort.InferenceSession(
+            optimized.SerializeToString(), options, providers=order, disabled_optimizers=disabled
+        )
+    with tempfile.TemporaryDirectory() as folder:
+        import onnx
+
+        path = Path(folder) / "model.onnx"
+        onnx.save(optimized, str(path), save_as_external_data=True, location="model.onnx.data")
+        return ort.InferenceSession(str(path), options, providers=order, disabled_optimizers=disabled)

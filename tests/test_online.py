@@ -1,0 +1,55 @@
+"""rewriter.InferenceSession: optimize, then run in onnxruntime, in one call."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from helpers import init, model, run, tensor
+from onnx import TensorProto, helper
+
+import rewriter
+from rewriter.online import CPU_SLOWER_FUSIONS
+
+F = TensorProto.FLOAT
+
+
+def residual_layer_norm():
+    nodes = [
+        helper.make_node("Add", ["a", "b"], ["s"]),
+        helper.make_node("LayerNormalization", ["s", "g", "beta"], ["y"], axis=-1),
+    ]
+    rng = np.random.default_rng(0)
+    inits = [
+        init("g", rng.standard_normal(8).astype(np.float32)),
+        init("beta", rng.standard_normal(8).astype(np.float32)),
+    ]
+    return model(nodes, [tensor("a", F, [2, 3, 8]), tensor("b", F, [2, 3, 8])], [tensor("y", F, [2, 3, 8])], inits)
+
+
+def test_the_session_runs_the_optimized_model_and_gives_the_same_outputs():
+    before = residual_layer_norm()
+    feeds = {k: np.random.default_rng(1).standard_normal((2, 3, 8)).astype(np.float32) for k in "ab"}
+    session = rewriter.InferenceSession(before, level="extended")
+    assert isinstance(session, ort.InferenceSession) and session.get_providers() == ["CPUExecutionProvider"]
+    (want,) = run(before, feeds)
+    (got,) = session.run(None, feeds)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_onnxruntime_does_not_fuse_back_what_the_cpu_runs_slower(tmp_path):
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "seen.onnx")
+    rewriter.InferenceSession(residual_layer_norm(), level="extended", session_options=options)
+    import onnx
+
+    seen = {n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node}
+    assert "SkipLayerNormalization" not in seen and {"Add", "LayerNormalization"} <= seen
+    assert "SkipLayerNormFusion" in CPU_SLOWER_FUSIONS
+
+
+def test_a_provider_onnxruntime_lacks_here_is_one_error():
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        pytest.skip("this onnxruntime has CUDA")
+    with pytest.raises(rewriter.RewriterError, match="has no CUDAExecutionProvider"):
+        rewriter.InferenceSession(residual_layer_norm(), providers="CUDA")
