@@ -32,6 +32,7 @@ from ..graph.state import GraphState
 from ..graph.view import GraphView, NodeId
 from ..match.matcher import Match, attribute_with_default
 from ..onnx_facts.placement import copy_placement
+from ..onnx_facts.provenance import record_provenance
 from ..onnx_facts.schemas import attribute_type, find_schema, known_domains, normalize_domain
 from .accounting import unaccounted_attribute
 from .replacement_types import replacement_type_problem
@@ -522,6 +523,9 @@ class Rewriter:
         dead_candidates: list[str] = []
         for node_id in deleted:
             dead_candidates.extend(i for i in view.inputs(node_id) if i)
+        replaced_names = sorted(view.node(n).name for n in deleted)
+        for node in build.nodes:
+            record_provenance(node, match.rule.name, replaced_names)
         view.remove_nodes(deleted)
         for tensor in build.initializers:
             view.add_initializer(tensor)
