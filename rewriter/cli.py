@@ -249,6 +249,8 @@ def optimize(
         _fail(f"out of memory: the run needed more than {ceiling.describe()} (raise it with --max-memory)")
     if not quiet:
         _print_report(result.report, model, output)
+        for warning in result.report.warnings:
+            err().print(f"warning: {warning}", markup=False, soft_wrap=True)
         if result.report.partition is not None:
             _print_partition(result.report)
     if result.report.explanation is not None:

@@ -29,6 +29,7 @@ from onnx import ModelProto
 from .dsl import Pack, load_pack, pack_level
 from .errors import RewriterError, expect
 from .explanation import Explainer, Explanation
+from .expr import syntax
 from .expr.budget import end_run, start_run
 from .graph.model import FunctionState, ModelState, op_histogram
 from .graph.model_io import load_model
@@ -91,6 +92,7 @@ class Report:
     partition: PartitionReport | None = None  # when level >= 2
     providers_after: dict[str, int] = field(default_factory=dict)  # provider -> final nodes
     explanation: Explanation | None = None  # optimize(explain=[...]): those rules, as their levels began
+    warnings: list[str] = field(default_factory=list)  # about the packs asked for (see pack_warnings)
 
     @property
     def total_seconds(self) -> float:
@@ -160,6 +162,44 @@ def _check_arguments(
     expect(provider_kernels, (list, tuple), "provider_kernels (a list of .kernels files)")
     for item in provider_kernels:
         expect(item, (str, os.PathLike), "each of provider_kernels")
+
+
+def pack_warnings(level: int, rules: Iterable[str | os.PathLike | Pack] | None) -> list[str]:
+    """What a user should hear about the packs they asked for: one above the run's level does
+    not run at all (silently skipping it hid a typo'd --level); one of level 0-1 that creates
+    contrib ops makes provider-specific nodes before partitioning, where placement is unknown."""
+    messages = []
+    for item in rules or ():
+        pack = item if isinstance(item, Pack) else load_pack(Path(item))
+        where = pack.file or pack.name
+        if pack.level > level:
+            messages.append(
+                f"pack '{pack.name}' ({where}) is level {pack.level}, above the run's level {level}: "
+                f"its rules do not run (ask for --level {pack.level} or higher)"
+            )
+        elif pack.level <= 1:
+            created = sorted({op for r in pack.rules for e in r.replacement for op in _contrib_ops(e.value)})
+            if created:
+                messages.append(
+                    f"pack '{pack.name}' ({where}) is level {pack.level} (before partitioning) but creates "
+                    f"provider-specific ops: {', '.join(created)}; such fusions belong at level 2 or 3"
+                )
+    return messages
+
+
+def _contrib_ops(expr: syntax.Expr) -> list[str]:
+    """The ops outside ONNX's own domains a replacement expression calls (nested calls too)."""
+    found: list[str] = []
+    stack = [expr]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, syntax.Call):
+            if item.is_op and "." in item.func and not item.func.startswith("ai.onnx."):
+                found.append(item.func)
+            stack.extend(item.args)
+        else:
+            stack.extend(syntax.operands(item))
+    return found
 
 
 def _select_packs(level: int, rules: Iterable[str | os.PathLike | Pack] | None, use_bundled: bool) -> list[Pack]:
@@ -348,8 +388,9 @@ def _optimize(
     state = ModelState(source, on_load=load_hook(b for p in packs if p.level <= 1 for b in p.builtins))
     timings["build view"] = time.perf_counter() - start
     start_run(state.view.initializer_bytes)  # what the rules' expressions may make (expr/budget.py)
+    warnings = pack_warnings(level_number, rules)
     try:
-        return _run_levels(
+        result = _run_levels(
             state,
             source,
             packs,
@@ -361,6 +402,8 @@ def _optimize(
             timings,
             explainer,
         )
+        result.report.warnings.extend(warnings)
+        return result
     finally:
         end_run()
 
