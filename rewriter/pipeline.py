@@ -164,13 +164,12 @@ def _check_arguments(
         expect(item, (str, os.PathLike), "each of provider_kernels")
 
 
-def pack_warnings(level: int, rules: Iterable[str | os.PathLike | Pack] | None) -> list[str]:
+def pack_warnings(level: int, packs: Iterable[Pack]) -> list[str]:
     """What a user should hear about the packs they asked for: one above the run's level does
     not run at all (silently skipping it hid a typo'd --level); one of level 0-1 that creates
     contrib ops makes provider-specific nodes before partitioning, where placement is unknown."""
     messages = []
-    for item in rules or ():
-        pack = item if isinstance(item, Pack) else load_pack(Path(item))
+    for pack in packs:
         where = pack.file or pack.name
         if pack.level > level:
             messages.append(
@@ -377,7 +376,9 @@ def _optimize(
     timings: dict[str, float] = {}
     start = time.perf_counter()
     level_number = parse_level(level)
-    packs = _select_packs(level_number, rules, bundled)
+    user_packs = [item if isinstance(item, Pack) else load_pack(Path(item)) for item in rules or ()]
+    packs = _select_packs(level_number, user_packs, bundled)
+    warnings = pack_warnings(level_number, user_packs)
     kernels = KernelTables.from_files(provider_kernels)
     provider_order = provider_list(providers)
     parse_layer_assignment(layer_assignment)  # a bad setting fails before any work
@@ -388,7 +389,6 @@ def _optimize(
     state = ModelState(source, on_load=load_hook(b for p in packs if p.level <= 1 for b in p.builtins))
     timings["build view"] = time.perf_counter() - start
     start_run(state.view.initializer_bytes)  # what the rules' expressions may make (expr/budget.py)
-    warnings = pack_warnings(level_number, rules)
     try:
         result = _run_levels(
             state,

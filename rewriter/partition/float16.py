@@ -75,26 +75,42 @@ def _convertible(view: GraphView, node_id: NodeId) -> bool:
 
 def _grow(view: GraphView, region: set[NodeId], optional: set[NodeId]) -> None:
     """Add the nodes of ``optional`` most of whose float16 edges lead into the region (a
-    constant input counts as one: it is converted once, ahead of time)."""
-    changed = True
-    while changed:
-        changed = False
-        for node_id in sorted(optional - region):
-            inside = outside = 0
-            inputs, outputs = _float16_values(view, node_id)
-            for value in inputs:
-                producer = view.producer(value)
-                if producer in region or view.is_initializer(value):
-                    inside += 1
-                else:
-                    outside += 1
-            for value in outputs:
-                readers = [c for c, _ in view.consumers(value)]
-                inside += sum(r in region for r in readers)
-                outside += sum(r not in region for r in readers) + view.is_graph_output(value)
-            if inside and inside >= outside:
-                region.add(node_id)
-                changed = True
+    constant input counts as one: it is converted once, ahead of time).  A worklist: a node
+    is looked at again only when a neighbour joins the region (one sweep per change would be
+    quadratic along a long chain)."""
+
+    def neighbours(node_id: NodeId) -> list[NodeId]:
+        inputs, outputs = _float16_values(view, node_id)
+        found = [p for p in map(view.producer, inputs) if p is not None]
+        found += [c for value in outputs for c, _ in view.consumers(value)]
+        return found
+
+    def joins(node_id: NodeId) -> bool:
+        inside = outside = 0
+        inputs, outputs = _float16_values(view, node_id)
+        for value in inputs:
+            if view.producer(value) in region or view.is_initializer(value):
+                inside += 1
+            else:
+                outside += 1
+        for value in outputs:
+            readers = [c for c, _ in view.consumers(value)]
+            inside += sum(r in region for r in readers)
+            outside += sum(r not in region for r in readers) + view.is_graph_output(value)
+        return bool(inside) and inside >= outside
+
+    pending = sorted({n for r in region for n in neighbours(r) if n in optional} | optional, reverse=True)
+    queued = set(pending)
+    while pending:
+        node_id = pending.pop()
+        queued.discard(node_id)
+        if node_id in region or not joins(node_id):
+            continue
+        region.add(node_id)
+        for other in neighbours(node_id):
+            if other in optional and other not in region and other not in queued:
+                pending.append(other)
+                queued.add(other)
 
 
 def _float_type(type_proto: TypeProto | None) -> TypeProto:
