@@ -4,9 +4,10 @@ result in one call, as ONNX Runtime's docs describe online optimization beside o
 ONNX Runtime's own optimizer still runs on our output (its NCHWc layout, kernels it picks
 per machine), with one exception chosen by measurement: where the CPU provider leads, its
 SkipLayerNormFusion and EmbedLayerNormFusion are disabled.  onnxruntime's CPU kernels for
-those fused ops are slower than the Add and LayerNormalization they replace (1.3x-7.9x, see
-rules/extended.rules), which is why our packs leave them unfused on the CPU; with the fusions
-on, onnxruntime would fuse them back (BERT, extended level: 0.80 of ORT_ENABLE_ALL's time on
+those fused ops are slower than the Add and LayerNormalization they replace (1.2x-8x, see
+rules/layout.rules): our extended level fuses SkipLayerNormalization as every peer does
+and our layout level splits it back on the CPU, so the default level here is "all"; with
+the fusions on, onnxruntime would fuse them back (BERT: 0.80 of ORT_ENABLE_ALL's time on
 the original with them, 0.67 without; MobileNetV3 1.01 -> 1.00; ViT 0.81 -> 0.76).
 """
 
@@ -32,7 +33,7 @@ _PROTOBUF_LIMIT = 2**31 - 1024  # larger models go to onnxruntime as a file with
 
 def InferenceSession(  # (named like the onnxruntime class it returns)
     model: ModelProto | str | os.PathLike,
-    level: str | int = "extended",
+    level: str | int = "all",
     providers: Sequence[str] | str | None = None,
     rules: Sequence[str | os.PathLike | Pack] | None = None,
     session_options: Any = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from helpers import check_rule, init, model, ops, tensor
+from helpers import assert_same_outputs, check_rule, init, model, ops, tensor
 from onnx import TensorProto, helper
 
 import rewriter
@@ -102,10 +102,14 @@ def test_skip_layer_norm_fusion(axis):
     assert ops(after) == {"SkipLayerNormalization": 1}
 
 
-def test_skip_layer_norm_is_not_made_for_the_cpu():
-    # onnxruntime's CPU SkipLayerNormalization is slower than Add + LayerNormalization
-    check(skip_ln(), "SkipLayerNormFusion", False)
-    assert ops(rewriter_extended(skip_ln())) == {"Add": 1, "LayerNormalization": 1}
+def test_skip_layer_norm_is_split_back_by_the_cpu_layout_level():
+    # extended fuses it on the CPU too (as every peer does); onnxruntime's CPU
+    # SkipLayerNormalization is slower than Add + LayerNormalization, so level 3 splits it
+    assert ops(check(skip_ln(), "SkipLayerNormFusion", True)) == {"SkipLayerNormalization": 1}
+    before = skip_ln()
+    after = rewriter.optimize(before, level="all").model
+    assert ops(after) == {"Add": 1, "LayerNormalization": 1}
+    assert_same_outputs(before, after, atol=1e-5)
 
 
 def test_skip_layer_norm_fusion_keeps_a_shared_sum_through_its_fourth_output():

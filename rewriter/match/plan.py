@@ -22,6 +22,7 @@ from ..dsl.unparse import show
 from ..expr.dtypes import DTYPES
 from ..expr.evaluate import NOT_LITERAL, Compiled, compile_expr, literal_value
 from ..expr.functions import CONSTANTS
+from ..expr.syntax import names_read
 from ..onnx_facts.schemas import is_commutative, normalize_domain
 
 OpKey = tuple[str, str]  # (domain, op) of a node
@@ -257,6 +258,9 @@ class CompiledRule:
     root_wheres: tuple[RootWhere, ...] = ()
     # equations whose node's attributes the replacement copies (`{...c}`): all accounted for
     spread: frozenset[int] = frozenset()
+    # names the replacement's own expressions read: a redefined pattern output that matched
+    # as absent (`sum?`) but is read there is built under a fresh name, not left absent
+    replacement_reads: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
@@ -415,6 +419,7 @@ def compile_rule(rule: A.Rule) -> CompiledRule:
             for wi in hoisted
         ),
         frozenset(produced_by[v] for v in A.spread_names(rule) if v in produced_by),
+        frozenset(name for eq in rule.replacement for name in names_read(eq.value)),
     )
 
 

@@ -278,10 +278,13 @@ class Rewriter:
         return attrs
 
     def _output_name(self, name: str, match: Match) -> str:
-        """A replaced pattern value keeps its graph name ("" when it is absent); anything
-        else gets a fresh one."""
+        """A replaced pattern value keeps its graph name ("" when it is absent, unless the
+        replacement reads it); anything else gets a fresh one."""
         if name in match.rule.replaced:
-            return _replaced_value(match, name)
+            value = _replaced_value(match, name)
+            if value or name not in match.rule.replacement_reads:
+                return value
+            # absent in the match (`sum?`) but read by the replacement: an intermediate
         return self.view.fresh_value_name(f"{match.rule.name}_{name.lstrip('$')}")
 
     def _build_node(
