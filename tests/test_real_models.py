@@ -6,10 +6,11 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from helpers import MODELS, assert_fixpoint, assert_same_outputs
+from helpers import MODELS, assert_fixpoint, assert_same_outputs, run
 
 import rewriter
 from rewriter.onnx_facts.nchwc import nchwc_block_size
@@ -161,3 +162,42 @@ def test_all_levels_lay_convolutions_out_like_onnxruntime(name):
     assert nchwc["Conv"] > 0 and nchwc["ReorderOutput"] > 0
     assert len(result.model.graph.node) <= ort_node_count(path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
     assert_fixpoint(result.model, "all")
+
+
+def _llama_cache_feeds(seed: int, batch: int = 2, past: int = 3) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {
+        "input_ids": rng.integers(0, 128, (batch, 1)).astype(np.int64),
+        "attention_mask": np.ones((batch, past + 1), np.int64),
+    }
+    feeds["attention_mask"][0, 0] = 0  # one padded cache position
+    for layer in range(2):
+        for kind in ("key", "value"):
+            feeds[f"past_key_values.{layer}.{kind}"] = rng.standard_normal((batch, 4, past, 16)).astype(np.float32)
+    return feeds
+
+
+@pytest.mark.parametrize("level", ["extended", "all"])
+def test_llama_with_a_cache_gets_rotary_embeddings_and_attention(level):
+    # dynamo export with past key/value inputs: cos and sin computed from the positions at
+    # run time, k and v concatenated after the cache
+    path = MODELS / "llama_kv_dynamo.onnx"
+    before = onnx.load(path)
+    result = rewriter.optimize(before, level=level)
+    ops = Counter(n.op_type for n in result.model.graph.node)
+    assert ops["RotaryEmbedding"] == 4 and ops["MultiHeadAttention"] == 2 and ops["Softmax"] == 0
+    assert ops["Cos"] == 1 and ops["Sin"] == 1  # the rotary caches are shared by every layer
+    rewriter.check_model(result.model, full_check=True)
+    for seed in (0, 1):
+        feeds = _llama_cache_feeds(seed)
+        for want, got in zip(run(before, feeds), run(result.model, feeds)):
+            np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
+
+
+def test_falcon_multi_query_attention_is_fused_with_its_shared_key_and_value():
+    path = MODELS / "falcon_ts_static.onnx"
+    before = onnx.load(path)
+    result = rewriter.optimize(before, level="extended")
+    ops = Counter(n.op_type for n in result.model.graph.node)
+    assert ops["RotaryEmbedding"] == 4 and ops["MultiHeadAttention"] == 2 and ops["Expand"] == 4
+    assert_same_outputs(before, result.model, atol=1e-5)
