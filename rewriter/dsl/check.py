@@ -17,6 +17,8 @@ from ..expr.dtypes import DTYPES
 from ..expr.functions import CONSTANTS, FUNCTIONS
 from ..onnx_facts.schemas import OpInfo, known_domains, normalize_domain, onnx_op_names, op_signature
 from . import ast as A
+from .static_values import Static, matmul_problem, static_of
+from .unparse import show
 
 # The whole-graph passes a pack may name with ``builtin NAME``: part of the language, so
 # that checking a pack needs no graph code; ``passes.BUILTINS`` implements exactly these.
@@ -35,6 +37,7 @@ class _Checker:
         self.pack = pack
         self.errors: list[RuleError] = []
         self.custom_domains = set(pack.domains)
+        self.lets: dict[str, Static] = {}  # what the text says of the current rule's lets
 
     def error(self, message: str, pos: Position) -> None:
         self.errors.append(RuleError(message, self.pack.file, pos.line, pos.column))
@@ -130,12 +133,18 @@ class _Checker:
             for arg in expr.args:
                 self.check_expr(arg, scope)
         else:
+            if isinstance(expr, A.Binary) and expr.op == "@":
+                problem = matmul_problem(expr, self.lets)
+                if problem is not None:
+                    message, at = problem
+                    self.error(f"'{show(expr)}': {message}", at.pos)
             for child in A.operands(expr):
                 self.check_expr(child, scope, allow_ops)
 
     # --------------------------------------------------------------- a rule
     def check_rule(self, rule: A.Rule) -> None:
         scope = _Scope()
+        self.lets = {}
         pattern_graph = nx.Graph()
         for eq in rule.equations:
             node_id = ("node", id(eq))
@@ -199,6 +208,7 @@ class _Checker:
         for let in rule.lets:
             self.check_expr(let.expr, scope)
             scope.scalars.add(let.name)
+            self.lets[let.name] = static_of(let.expr, self.lets)
         for where in rule.wheres:
             self.check_expr(where.expr, scope)
         for example in (item for group in rule.examples for item in group.items):

@@ -50,6 +50,7 @@ _TOKEN_NAMES = {
     "QMARK": "'?'",
     "VBAR": "'|'",
     "STAR": "'*'",
+    "AT": "'@'",
     "TILDE": "'~'",
     "MINUS": "'-'",
     "PLUS": "'+'",
