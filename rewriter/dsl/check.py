@@ -11,6 +11,7 @@ import difflib
 from dataclasses import dataclass, field
 
 import networkx as nx
+from onnx import AttributeProto
 
 from ..errors import Position, RuleError, expect
 from ..expr.dtypes import DTYPES
@@ -19,6 +20,17 @@ from ..onnx_facts.schemas import OpInfo, known_domains, normalize_domain, onnx_o
 from . import ast as A
 from .static_values import Static, matmul_problem, static_of
 from .unparse import show
+
+# how an error names an attribute's type
+_ATTRIBUTE_KINDS = {
+    AttributeProto.INT: "an int",
+    AttributeProto.STRING: "a string",
+    AttributeProto.INTS: "a list of ints",
+    AttributeProto.FLOATS: "a list of floats",
+    AttributeProto.STRINGS: "a list of strings",
+    AttributeProto.TENSOR: "a tensor",
+    AttributeProto.GRAPH: "a graph",
+}
 
 # The whole-graph passes a pack may name with ``builtin NAME``: part of the language, so
 # that checking a pack needs no graph code; ``passes.BUILTINS`` implements exactly these.
@@ -93,6 +105,19 @@ class _Checker:
             close = difflib.get_close_matches(name, list(info.attributes), n=1)
             hint = f"; did you mean {close[0]}?" if close else ""
             self.error(f"{op} has no attribute '{name}'{hint}", pos)
+
+    def check_approx_attribute(self, info: OpInfo | None, attr: A.AttrPattern, op: str) -> None:
+        """``{name: ~0.01}`` compares a float within tolerance: an attribute the schema
+        types otherwise (an int, a string, a list) is an error (an op without a known
+        schema matches only float values)."""
+        kind = None if info is None else info.attributes.get(attr.name, (None,))[0]
+        if kind is not None and kind != AttributeProto.FLOAT:
+            what = _ATTRIBUTE_KINDS.get(kind, "not a float")
+            self.error(
+                f"attribute '{attr.name}' of {op} is {what}: ~ (within tolerance) compares a float only; "
+                f"write the value itself",
+                attr.value.pos if attr.value is not None else attr.pos,
+            )
 
     # ---------------------------------------------------------- expressions
     def check_expr(self, expr: A.Expr, scope: _Scope, allow_ops: bool = False) -> None:
@@ -193,8 +218,11 @@ class _Checker:
                         scope.scalars.add(attr.value.id)
         for eq in rule.equations:
             for alt in eq.alternatives:
+                info = op_signature(alt.domain, alt.op)
                 for attr in alt.attrs:
-                    if attr.value is not None and not isinstance(attr.value, A.Name):
+                    if isinstance(attr.value, A.Literal):
+                        self.check_approx_attribute(info, attr, alt.op)
+                    elif attr.value is not None and not isinstance(attr.value, A.Name):
                         self.check_expr(attr.value, scope)
         if rule.root not in scope.produced:
             self.error(f"root '{rule.root}' is not the output of a pattern node", rule.pos)
@@ -241,8 +269,8 @@ class _Checker:
         for eq in rule.equations:
             for alt in eq.alternatives:
                 for attr in alt.attrs:
-                    if attr.value is not None and not isinstance(attr.value, A.Name):
-                        used |= A.names_read(attr.value)
+                    if attr.expr is not None and not isinstance(attr.expr, A.Name):
+                        used |= A.names_read(attr.expr)
         spread = A.spread_names(rule)
         survivors = _surviving_equations(rule)
         for index, eq in enumerate(rule.equations):
