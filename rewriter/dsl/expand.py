@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import Position, RuleError
 from ..expr.dtypes import DTYPES
-from ..expr.functions import CONSTANTS, FUNCTIONS
+from ..expr.functions import CONSTANTS, FUNCTIONS, is_builtin
 from . import ast as A
 from .unparse import show
 
@@ -120,7 +120,8 @@ def check_family_params(
     replace that too), one that is a name inside a fragment the template uses (it would
     rename the fragment's own value or op)."""
     own = set(names_in(template))
-    taken = set(CONSTANTS) | set(DTYPES) | set(FUNCTIONS) | RESERVED | set(constraints)
+    builtin = {name for name in FUNCTIONS if is_builtin(name)}  # (a registered predicate's name is free)
+    taken = set(CONSTANTS) | set(DTYPES) | builtin | RESERVED | set(constraints)
     inside = [(f.name, set(names_in(f.body)) - set(f.params)) for f in used_fragments]
     for param in params:
         if param in taken:
@@ -233,10 +234,12 @@ class Constraints:
 
     def define(self, constraint: A.Constraint, builtin: Iterable[str]) -> None:
 
-        if constraint.name in self.defined or constraint.name in FUNCTIONS:
+        # a predicate registered from Python is no reason: the pack's own definition wins in
+        # the pack (its text was written without knowing what a program registers)
+        if constraint.name in self.defined or is_builtin(constraint.name):
             raise _error(
                 f"'{constraint.name}' is defined already"
-                + (" (a built-in function)" if constraint.name in FUNCTIONS else ""),
+                + (" (a built-in function)" if is_builtin(constraint.name) else ""),
                 constraint.pos,
             )
         if len(set(constraint.params)) != len(constraint.params):

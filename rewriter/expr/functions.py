@@ -128,7 +128,31 @@ def register_predicate(
     if min_args < 0 or (max_args is not None and max_args < min_args):
         raise ArgumentError(f"register_predicate(): {min_args} to {max_args} arguments is no range")
     shown = tuple(params) or tuple(f"arg{i + 1}" for i in range(min_args)) + (() if max_args == min_args else ("...",))
-    FUNCTIONS[name] = Function(name, impl, min_args, max_args, True, doc.strip(), shown, "value")
+
+    def guarded(graph: GraphFacts, *args: object) -> object:
+        """``impl``, whose errors refuse the match with a reason (a user's code may raise
+        anything; a rule's evaluation must not end in a traceback)."""
+        try:
+            return impl(graph, *args)
+        except EvalFailure:
+            raise
+        except Exception as err:
+            raise EvalFailure(f"{name}() raised {type(err).__name__}: {err}") from None
+
+    FUNCTIONS[name] = Function(name, guarded, min_args, max_args, True, doc.strip(), shown, "value")
+
+
+def is_builtin(name: str) -> bool:
+    """``name`` is one of the language's own functions (not a predicate a program added:
+    a pack's constraint or family parameter may take such a name, and then means its own)."""
+    found = FUNCTIONS.get(name)
+    return found is not None and found.builtin
+
+
+def registered_predicates() -> list[str]:
+    """The names of the predicates ``register_predicate`` added in this process (a new
+    process, a verify worker, has none of them)."""
+    return sorted(f.name for f in FUNCTIONS.values() if not f.builtin)
 
 
 # --------------------------------------------------------------------------- helpers
