@@ -44,6 +44,8 @@ def pack_with(body: str) -> str:
         "-(reshape(arange(30000), [-1, 1]) * arange(30000))",
         "array([[0] * 1000] * 100000)",
         "[[[0] * 1000] * 1000] * 1000 == [[[0] * 1000] * 1000] * 1000",
+        "transpose(reshape(arange(20000), [1, -1])) @ reshape(arange(20000), [1, -1])",  # 3.2 GB, known before
+        "sum(zeros([1200, 1200], int64) @ zeros([1200, 1200], int64))",  # 1.7 billion slow multiply-adds
     ],
 )
 def test_an_expression_past_its_budget_is_a_rule_error_with_its_position(let):

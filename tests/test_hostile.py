@@ -297,6 +297,8 @@ def _rules(directory: Path, let: str, name: str = "h.rules") -> str:
         slow("max(reshape(arange(20000), [-1, 1]), arange(20000))"),
         slow("list(zeros([100000000], int8))"),
         slow("pad_to(zeros([4]), 0, 10**10)"),
+        "transpose(reshape(arange(50000), [1, -1])) @ reshape(arange(50000), [1, -1])",  # a 20 GB product
+        slow("sum(ones([1500, 1500], int64) @ ones([1500, 1500], int64))"),  # 3.4 billion multiply-adds
     ],
 )
 def test_an_expression_past_its_budget_is_a_rule_error_at_its_position(work, let):

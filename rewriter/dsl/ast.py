@@ -188,7 +188,9 @@ class NodeParam:
 @dataclass(frozen=True)
 class AttrPattern:
     """``{name}`` captures attribute ``name``; ``{name: expr}`` unifies it with ``expr``;
-    ``{name: _}`` accepts any value (``value`` is None): the author says it does not matter.
+    ``{name: ~0.01}`` requires a float within the literals' tolerance (``value`` is an
+    approximate ``Literal``, as a pattern input's ``~0.01`` is); ``{name: _}`` accepts any
+    value (``value`` is None): the author says it does not matter.
 
     Unification: if ``expr`` is a name not yet bound it captures the attribute under that
     name; a bound name or any other expression must equal the attribute's value.  Absent
@@ -197,12 +199,17 @@ class AttrPattern:
     """
 
     name: str
-    value: Expr | None
+    value: Expr | Literal | None
     pos: Position
 
     @property
     def any_value(self) -> bool:
         return self.value is None
+
+    @property
+    def expr(self) -> Expr | None:
+        """The expression the attribute unifies with (None for ``_`` and ``~``)."""
+        return None if self.value is None or isinstance(self.value, Literal) else self.value
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,26 @@ import difflib
 from dataclasses import dataclass, field
 
 import networkx as nx
+from onnx import AttributeProto
 
 from ..errors import Position, RuleError, expect
 from ..expr.dtypes import DTYPES
 from ..expr.functions import CONSTANTS, FUNCTIONS
 from ..onnx_facts.schemas import OpInfo, known_domains, normalize_domain, onnx_op_names, op_signature
 from . import ast as A
+from .static_values import Static, matmul_problem, static_of
+from .unparse import show
+
+# how an error names an attribute's type
+_ATTRIBUTE_KINDS = {
+    AttributeProto.INT: "an int",
+    AttributeProto.STRING: "a string",
+    AttributeProto.INTS: "a list of ints",
+    AttributeProto.FLOATS: "a list of floats",
+    AttributeProto.STRINGS: "a list of strings",
+    AttributeProto.TENSOR: "a tensor",
+    AttributeProto.GRAPH: "a graph",
+}
 
 # The whole-graph passes a pack may name with ``builtin NAME``: part of the language, so
 # that checking a pack needs no graph code; ``passes.BUILTINS`` implements exactly these.
@@ -35,6 +49,7 @@ class _Checker:
         self.pack = pack
         self.errors: list[RuleError] = []
         self.custom_domains = set(pack.domains)
+        self.lets: dict[str, Static] = {}  # what the text says of the current rule's lets
 
     def error(self, message: str, pos: Position) -> None:
         self.errors.append(RuleError(message, self.pack.file, pos.line, pos.column))
@@ -91,6 +106,19 @@ class _Checker:
             hint = f"; did you mean {close[0]}?" if close else ""
             self.error(f"{op} has no attribute '{name}'{hint}", pos)
 
+    def check_approx_attribute(self, info: OpInfo | None, attr: A.AttrPattern, op: str) -> None:
+        """``{name: ~0.01}`` compares a float within tolerance: an attribute the schema
+        types otherwise (an int, a string, a list) is an error (an op without a known
+        schema matches only float values)."""
+        kind = None if info is None else info.attributes.get(attr.name, (None,))[0]
+        if kind is not None and kind != AttributeProto.FLOAT:
+            what = _ATTRIBUTE_KINDS.get(kind, "not a float")
+            self.error(
+                f"attribute '{attr.name}' of {op} is {what}: ~ (within tolerance) compares a float only; "
+                f"write the value itself",
+                attr.value.pos if attr.value is not None else attr.pos,
+            )
+
     # ---------------------------------------------------------- expressions
     def check_expr(self, expr: A.Expr, scope: _Scope, allow_ops: bool = False) -> None:
         if isinstance(expr, A.Name):
@@ -130,12 +158,18 @@ class _Checker:
             for arg in expr.args:
                 self.check_expr(arg, scope)
         else:
+            if isinstance(expr, A.Binary) and expr.op == "@":
+                problem = matmul_problem(expr, self.lets)
+                if problem is not None:
+                    message, at = problem
+                    self.error(f"'{show(expr)}': {message}", at.pos)
             for child in A.operands(expr):
                 self.check_expr(child, scope, allow_ops)
 
     # --------------------------------------------------------------- a rule
     def check_rule(self, rule: A.Rule) -> None:
         scope = _Scope()
+        self.lets = {}
         pattern_graph = nx.Graph()
         for eq in rule.equations:
             node_id = ("node", id(eq))
@@ -184,8 +218,11 @@ class _Checker:
                         scope.scalars.add(attr.value.id)
         for eq in rule.equations:
             for alt in eq.alternatives:
+                info = op_signature(alt.domain, alt.op)
                 for attr in alt.attrs:
-                    if attr.value is not None and not isinstance(attr.value, A.Name):
+                    if isinstance(attr.value, A.Literal):
+                        self.check_approx_attribute(info, attr, alt.op)
+                    elif attr.value is not None and not isinstance(attr.value, A.Name):
                         self.check_expr(attr.value, scope)
         if rule.root not in scope.produced:
             self.error(f"root '{rule.root}' is not the output of a pattern node", rule.pos)
@@ -199,6 +236,7 @@ class _Checker:
         for let in rule.lets:
             self.check_expr(let.expr, scope)
             scope.scalars.add(let.name)
+            self.lets[let.name] = static_of(let.expr, self.lets)
         for where in rule.wheres:
             self.check_expr(where.expr, scope)
         for example in (item for group in rule.examples for item in group.items):
@@ -231,8 +269,8 @@ class _Checker:
         for eq in rule.equations:
             for alt in eq.alternatives:
                 for attr in alt.attrs:
-                    if attr.value is not None and not isinstance(attr.value, A.Name):
-                        used |= A.names_read(attr.value)
+                    if attr.expr is not None and not isinstance(attr.expr, A.Name):
+                        used |= A.names_read(attr.expr)
         spread = A.spread_names(rule)
         survivors = _surviving_equations(rule)
         for index, eq in enumerate(rule.equations):

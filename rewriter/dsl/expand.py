@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import Position, RuleError
 from ..expr.dtypes import DTYPES
-from ..expr.functions import CONSTANTS, FUNCTIONS
+from ..expr.functions import CONSTANTS, FUNCTIONS, is_builtin
 from . import ast as A
 from .unparse import show
 
@@ -120,7 +120,8 @@ def check_family_params(
     replace that too), one that is a name inside a fragment the template uses (it would
     rename the fragment's own value or op)."""
     own = set(names_in(template))
-    taken = set(CONSTANTS) | set(DTYPES) | set(FUNCTIONS) | RESERVED | set(constraints)
+    builtin = {name for name in FUNCTIONS if is_builtin(name)}  # (a registered predicate's name is free)
+    taken = set(CONSTANTS) | set(DTYPES) | builtin | RESERVED | set(constraints)
     inside = [(f.name, set(names_in(f.body)) - set(f.params)) for f in used_fragments]
     for param in params:
         if param in taken:
@@ -233,10 +234,12 @@ class Constraints:
 
     def define(self, constraint: A.Constraint, builtin: Iterable[str]) -> None:
 
-        if constraint.name in self.defined or constraint.name in FUNCTIONS:
+        # a predicate registered from Python is no reason: the pack's own definition wins in
+        # the pack (its text was written without knowing what a program registers)
+        if constraint.name in self.defined or is_builtin(constraint.name):
             raise _error(
                 f"'{constraint.name}' is defined already"
-                + (" (a built-in function)" if constraint.name in FUNCTIONS else ""),
+                + (" (a built-in function)" if is_builtin(constraint.name) else ""),
                 constraint.pos,
             )
         if len(set(constraint.params)) != len(constraint.params):
@@ -376,6 +379,14 @@ def _value_name(value: A.Expr) -> str | None:
 
 def _is_any(value: A.Expr) -> bool:
     return isinstance(value, A.PatternInput) and isinstance(value.arg, A.AnyArg)
+
+
+def approx_literal(value: A.Expr) -> A.Literal | None:
+    """The literal of an unbound ``~0.01`` an instance gives (None for anything else)."""
+    if isinstance(value, A.PatternInput) and isinstance(value.arg, A.LiteralArg):
+        if value.arg.literal.approx and value.arg.bind is None:
+            return value.arg.literal
+    return None
 
 
 def _is_true(expr: A.Expr) -> bool:
@@ -555,9 +566,12 @@ class _Instance:
     def attr_pattern(self, attr: A.AttrPattern) -> A.AttrPattern:
         name = self.name(attr.name, attr.pos, "an attribute")
         value = attr.value
-        if isinstance(value, A.Name) and value.id in self.bindings and _is_any(self.bindings[value.id]):
+        given = self.bindings.get(value.id) if isinstance(value, A.Name) else None
+        if given is not None and _is_any(given):
             value = None  # `{beta: b}` with b given `_`: any value
-        elif value is not None:
+        elif given is not None and approx_literal(given) is not None:
+            value = approx_literal(given)  # `{alpha: a}` with a given `~0.01`: within tolerance
+        elif value is not None and not isinstance(value, A.Literal):
             value = self.expr(value)
         return dataclasses.replace(attr, name=name, value=value)
 
@@ -614,9 +628,13 @@ class _Instance:
         for item in call.attrs or ():
             if isinstance(item, A.AttrSpread):
                 raise _error(f"...{item.var}: a pattern node matches attributes, it copies none", item.pos)
-            value = None if _is_any(item.value) else item.value
-            if value is not None and _holds_pattern_input(value):
-                raise _error(f"attribute '{item.name}' is given a pattern input", item.pos)
+            value: A.Expr | A.Literal | None = None if _is_any(item.value) else item.value
+            if value is not None and not isinstance(value, A.Literal):
+                literal = approx_literal(value)  # `{alpha: ~0.01}`
+                if literal is not None:
+                    value = literal
+                elif _holds_pattern_input(value):
+                    raise _error(f"attribute '{item.name}' is given a pattern input", item.pos)
             attrs.append(A.AttrPattern(item.name, value, item.pos))
         return A.OpPattern(domain, op, args, tuple(attrs), call.pos)
 

@@ -13,7 +13,8 @@ What an entry depends on, all of it in its key (anything else changed: another e
   checkout never reads an entry an older parser wrote;
 * what the checker reads outside that code: the installed onnx and onnxruntime (their op
   schemas), lark, Python's version, and the functions registered with
-  ``register_predicate`` (names and arities: a pack calling one checks only with it).
+  ``register_predicate`` (names, arities and result kinds: a pack calling one checks only
+  with it).
 
 Only packs that passed the checker are stored; a pack with errors is parsed every time
 (its errors are the point).  Nothing here depends on a model: compiled match plans hold
@@ -95,17 +96,19 @@ def _library_versions() -> tuple[tuple[str, str], ...]:
     )
 
 
-def _functions() -> list[tuple[str, int, int | None]]:
+def _functions() -> list[tuple[str, int, int | None, str]]:
     from ..expr.functions import FUNCTIONS
 
-    return sorted((f.name, f.min_args, f.max_args) for f in FUNCTIONS.values())
+    return sorted((f.name, f.min_args, f.max_args, f.returns) for f in FUNCTIONS.values())
 
 
 def cache_key(text: str, file: str) -> str:
     """Everything a checked pack of ``text`` read from ``file`` depends on, as one string."""
     return json.dumps(
         {
-            "format": "pack-1",
+            # the serial form's version: pack-2 holds `~` attribute patterns (an approximate
+            # Literal where an AttrPattern's value was always an expression)
+            "format": "pack-2",
             "rewriter": __version__,
             "code": _code_fingerprint(),
             "libraries": _library_versions(),

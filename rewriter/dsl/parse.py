@@ -24,6 +24,7 @@ from .expand import (
     MAX_PACK_TERMS,
     Constraints,
     Fragments,
+    approx_literal,
     check_family_params,
     expanded_size,
     fresh_counter,
@@ -50,6 +51,7 @@ _TOKEN_NAMES = {
     "QMARK": "'?'",
     "VBAR": "'|'",
     "STAR": "'*'",
+    "AT": "'@'",
     "TILDE": "'~'",
     "MINUS": "'-'",
     "PLUS": "'+'",
@@ -145,6 +147,14 @@ class _ToAst(Transformer):
         only a family instance's arguments may hold those."""
 
         def visit(node):
+            if approx_literal(node) is not None:
+                raise RuleError(
+                    f"'{show(node)}' matches within a tolerance: only a pattern's input or attribute may be one "
+                    f"(a replacement or an expression needs a value)",
+                    self.file,
+                    node.pos.line,
+                    node.pos.column,
+                )
             if isinstance(node, (A.PatternInput, A.PatternAlternatives)):
                 raise RuleError(
                     f"'{show(node)}' is a pattern input: only a family instance's argument may be one",
@@ -269,6 +279,13 @@ class _ToAst(Transformer):
     def rattr_any(self, meta, children):
         return A.AttrSet(str(children[0]), A.PatternInput(A.AnyArg(self._pos(meta)), self._pos(meta)), self._pos(meta))
 
+    @v_args(meta=True)
+    def rattr_approx(self, meta, children):
+        literal = children[1]
+        return A.AttrSet(
+            str(children[0]), A.PatternInput(A.LiteralArg(literal, None, literal.pos), literal.pos), self._pos(meta)
+        )
+
     # ---- pattern inputs an instance's argument may hold (`_plain` refuses them elsewhere)
     @v_args(meta=True)
     def pin_any(self, meta, children):
@@ -340,6 +357,14 @@ class _ToAst(Transformer):
     @v_args(meta=True)
     def pattr_any(self, meta, children):
         return A.AttrPattern(str(children[0]), None, self._pos(meta))
+
+    @v_args(meta=True)
+    def approx(self, meta, children):
+        return A.Literal(children[0].value, True, self._pos(meta))
+
+    @v_args(meta=True)
+    def pattr_approx(self, meta, children):
+        return A.AttrPattern(str(children[0]), children[1], self._pos(meta))
 
     @v_args(meta=True)
     def pattr_unify(self, meta, children):

@@ -18,6 +18,7 @@ _PRECEDENCE = {
     "/": 7,
     "//": 7,
     "%": 7,
+    "@": 7,
     "neg": 8,
     "**": 9,
 }
@@ -107,6 +108,8 @@ def _show_pattern(alt: A.OpPattern) -> str:
         items = [
             f"{a.name}: _"
             if a.value is None
+            else f"{a.name}: {show_literal(a.value)}"
+            if isinstance(a.value, A.Literal)
             else a.name
             if isinstance(a.value, A.Name) and a.value.id == a.name
             else f"{a.name}: {_show(a.value, 0)}"
@@ -128,7 +131,12 @@ def _show_arg(arg: A.PatternArg) -> str:
 
 def _show_literal_arg(arg: A.LiteralArg) -> str:
     """``~1.41421356 as k``."""
-    text = ("~" if arg.literal.approx else "") + _show(A.Num(arg.literal.value, arg.pos), 0)
-    if isinstance(arg.literal.value, bool):
-        text = "true" if arg.literal.value else "false"
+    text = show_literal(arg.literal)
     return f"{text} as {arg.bind}" if arg.bind else text
+
+
+def show_literal(literal: A.Literal) -> str:
+    """``0.5``, ``~1.41421356``, ``true``."""
+    if isinstance(literal.value, bool):
+        return "true" if literal.value else "false"
+    return ("~" if literal.approx else "") + _show(A.Num(literal.value, literal.pos), 0)

@@ -11,8 +11,14 @@ initializers are as large as the weights they come from).  Integers are bounded 
 And what all attempts of one ``optimize`` make adds up too, against a base plus a multiple
 of the model's constants: making a value takes time in proportion to its size, so that is
 the expressions' time budget (a where-clause making 8 MB, tried at every node of a big
-model, would otherwise run for minutes).  Past any bound the rule is at fault: the
-evaluator reports ``file:line:col`` of the operation (see evaluate.py).
+model, would otherwise run for minutes).  The one operation whose time is not its
+result's size is the matrix product: ``a @ b`` of two 4096 x 4096 matrices makes 128 MB
+but does 69 billion multiply-adds.  Its result is charged like any value, and its work
+(``charge_multiply_adds``) to the run's account and to a bound per operation, in bytes' worth of
+time: a multiply-add costs about what making one byte does where numpy calls BLAS
+(float32, float64: 6-7 billion a second here, against 5-14 GB/s made), and 16 times that
+in numpy's own loops (integers, float16: 0.3-1.2 billion a second).  Past any bound the
+rule is at fault: the evaluator reports ``file:line:col`` of the operation (see evaluate.py).
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ OBJECT_BYTES = 32  # a Python number in a list (``list(x)``, ``take``)
 POINTER_BYTES = 8  # one slot of a list
 RUN_BASE_BYTES = 4 << 30  # what all expressions of one optimize run may make...
 RUN_PER_MODEL_BYTE = 16  # ...plus this many times the model's constants
+OPERATION_WORK = 16 << 30  # the most one operation may do, in bytes' worth of time (2-3 s)
+FAST_MULTIPLY_ADD = 1  # what a multiply-add costs, in bytes' worth of time, with BLAS...
+SLOW_MULTIPLY_ADD = 16  # ...and in numpy's own loops
 
 
 class OverBudget(Exception):
@@ -103,6 +112,31 @@ def charge(nbytes: int, what: str = "a value") -> None:
             f"({_size(ledger.spent)} made, {_size(ledger.allowance)} allowed: "
             f"{_size(BASE_BYTES)} plus {PER_READ_BYTE}x the constants read)"
         )
+
+
+def charge_multiply_adds(count: int, dtype: np.dtype, what: str = "a matrix product") -> None:
+    """Account for ``count`` multiply-adds of ``dtype`` about to be done (see the module
+    docstring): against the bound of one operation and the run's account; raises
+    ``OverBudget`` past either."""
+    cost = FAST_MULTIPLY_ADD if dtype in _BLAS_TYPES else SLOW_MULTIPLY_ADD
+    units = count * cost
+    if units > OPERATION_WORK:
+        raise OverBudget(
+            f"{what} of {count:,} multiply-adds of {dtype} is more work than one operation may do "
+            f"({OPERATION_WORK // cost:,} of {dtype})"
+        )
+    run = _run
+    if run is not None and units > 0:
+        run[0] += units
+        if run[0] > run[1]:
+            raise OverBudget(
+                f"the rules' expressions made and computed the worth of {_size(run[0])} in this run "
+                f"({what} of {count:,} multiply-adds last), more than the {_size(run[1])} they may "
+                f"({_size(RUN_BASE_BYTES)} plus {RUN_PER_MODEL_BYTE}x the model's constants)"
+            )
+
+
+_BLAS_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def charge_elements(count: int, itemsize: int = 8, what: str = "a tensor") -> None:

@@ -19,6 +19,7 @@ from . import syntax as A
 from .budget import OverBudget
 from .dtypes import DTYPES
 from .functions import CONSTANTS, FUNCTIONS
+from .matmul import MatmulError, matmul_shape, multiply_adds
 from .values import EvalFailure, GraphFacts, Ref, materialize
 
 
@@ -42,6 +43,7 @@ _ARITH: dict[str, Callable] = {
     "//": operator.floordiv,
     "%": operator.mod,
     "**": operator.pow,
+    "@": operator.matmul,
 }
 _COMPARE: dict[str, Callable] = {
     "==": operator.eq,
@@ -100,6 +102,8 @@ def _plain(value: object) -> object:
 def _arith(op: str, left: object, right: object) -> object:
     if left is None or right is None:
         raise EvalFailure(f"an absent optional value was used with '{op}'")
+    if op == "@":
+        return _matmul(left, right)
     if op == "**" and isinstance(left, int) and isinstance(right, int) and abs(right) > 64:
         left = float(left)
     if isinstance(left, list) and isinstance(right, np.ndarray):
@@ -108,6 +112,43 @@ def _arith(op: str, left: object, right: object) -> object:
         right = _as_array(right)
     _check_arith(op, left, right)
     return _ARITH[op](left, right)
+
+
+_MATMUL_KINDS = frozenset("biuf")  # bool, integers, floats: what numpy multiplies without objects
+
+
+def _matmul(left: object, right: object) -> np.ndarray:
+    """``left @ right`` with numpy's semantics, for tensors and (nested) lists of numbers of
+    rank 1 or more; its result's size and its work are charged before it is computed."""
+    a, b = _matmul_operand(left, "left"), _matmul_operand(right, "right")
+    try:
+        shape = matmul_shape(a.shape, b.shape)
+    except MatmulError as err:
+        raise EvalFailure(str(err)) from None
+    result_type = np.result_type(a.dtype, b.dtype)
+    elements = 1
+    for dim in shape:
+        elements *= int(dim or 0)
+    budget.charge_elements(elements, result_type.itemsize, "the result of '@'")
+    budget.charge_multiply_adds(multiply_adds(a.shape, b.shape), result_type)
+    return np.matmul(a, b)
+
+
+def _matmul_operand(value: object, side: str) -> np.ndarray:
+    if isinstance(value, (list, tuple)):
+        value = _as_array(list(value))
+    if not isinstance(value, np.ndarray):
+        kind = (
+            "a string"
+            if isinstance(value, str)
+            else "a number"
+            if isinstance(value, (int, float, np.generic))
+            else type(value).__name__
+        )
+        raise EvalFailure(f"the {side} operand of '@' is {kind}, not a tensor of rank 1 or more")
+    if value.dtype.kind not in _MATMUL_KINDS:
+        raise EvalFailure(f"the {side} operand of '@' holds {value.dtype} values, not numbers")
+    return value
 
 
 def _as_array(items: list) -> np.ndarray:

@@ -6,14 +6,19 @@ Two kinds:
 * value functions receive plain numbers, lists and numpy arrays (constants are
   materialized first) and compute with numpy — that is how computed initializers are made.
 
+Each function is registered with what a rule author needs to know of it — its argument
+names, what it gives back, a one-line meaning — so that the checker counts arguments from
+the same place the reference (docs/functions.md, written by ``function_docs``) is made
+from, and neither can drift from the code.
+
 More graph predicates can be registered from Python with ``register_predicate`` (like PDLL's
-native constraints) for what text cannot say.
+native constraints) for what text cannot say; they never replace a built-in function.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,35 +33,83 @@ from .values import EvalFailure, GraphFacts, Ref, materialize
 # Each value function tells the budget (budget.py) what it is about to make before making
 # it; views (reshape, transpose, squeeze) make nothing.
 
+# What a function gives back, as far as its name tells (the checker reads it: `rank(x) @ W`
+# multiplies a number); "value" when it depends on the arguments.
+RESULT_KINDS = ("bool", "int", "float", "string", "list", "tensor", "value")
+
 
 @dataclass(frozen=True)
 class Function:
+    """A function rules may call: how many arguments it takes, whether it reads the graph
+    (``graph``: gets ``GraphFacts`` and unevaluated arguments) and, for authors, its
+    argument names (``params``: ``x``, ``axis=all`` for an optional one with its default,
+    ``...`` for more of the one before), what it gives back (``returns``, one of
+    ``RESULT_KINDS``) and what it means, in one line (``meaning``)."""
+
     name: str
     impl: Callable
     min_args: int
     max_args: int | None
     graph: bool
-    doc: str
+    meaning: str
+    params: tuple[str, ...] = ()
+    returns: str = "value"
+    builtin: bool = False  # one of the language's own (register_predicate adds the others)
+
+    @property
+    def signature(self) -> str:
+        """``name(params)`` as the reference writes it."""
+        return f"{self.name}({', '.join(self.params)})"
 
 
 FUNCTIONS: dict[str, Function] = {}
 
 
-def _register(name: str, min_args: int, max_args: int | None, graph: bool):
+def _arity(params: tuple[str, ...]) -> tuple[int, int | None]:
+    """(min, max) arguments of a parameter list (``x``, ``axis=all``, ``...``)."""
+    if "..." in params:
+        return sum(1 for p in params if p != "..." and "=" not in p), None
+    return sum(1 for p in params if "=" not in p), len(params)
+
+
+def _register(name: str, params: str, returns: str, meaning: str, graph: bool):
+    """Register the decorated implementation as built-in function ``name``; ``params``
+    (comma-separated) and ``meaning`` are what the reference shows."""
+    names = tuple(p.strip() for p in params.split(",")) if params else ()
+    if returns not in RESULT_KINDS or not meaning or "\n" in meaning:
+        raise ValueError(f"function {name}: a result kind and a one-line meaning are required")
+    low, high = _arity(names)
+
     def wrap(impl: Callable) -> Callable:
-        FUNCTIONS[name] = Function(name, impl, min_args, max_args, graph, (impl.__doc__ or "").strip())
+        FUNCTIONS[name] = Function(name, impl, low, high, graph, meaning, names, returns, builtin=True)
         return impl
 
     return wrap
 
 
+def _graph_fn(name: str, params: str, returns: str, meaning: str):
+    return _register(name, params, returns, meaning, graph=True)
+
+
+def _value_fn(name: str, params: str, returns: str, meaning: str):
+    return _register(name, params, returns, meaning, graph=False)
+
+
 def register_predicate(
-    name: str, impl: Callable[..., object], min_args: int = 1, max_args: int | None = None, doc: str = ""
+    name: str,
+    impl: Callable[..., object],
+    min_args: int = 1,
+    max_args: int | None = None,
+    doc: str = "",
+    params: Sequence[str] = (),
 ) -> None:
-    """Add a graph predicate callable from rules as ``name(args)``.
+    """Add a graph predicate callable from rules as ``name(args)`` (see docs/rules.md,
+    "Predicates from Python").
 
     ``impl(graph, *args)`` receives the ``GraphFacts`` and the arguments unevaluated
-    (tensor variables as ``Ref``).  It must not mutate anything.
+    (tensor variables as ``Ref``).  It must not mutate anything.  ``doc`` says in one line
+    what it means, ``params`` names its arguments (for messages).  A built-in function
+    cannot be replaced; a predicate registered before can (the last registration wins).
     """
     expect(name, str, "register_predicate()'s name")
     if not callable(impl):
@@ -65,9 +118,41 @@ def register_predicate(
     if max_args is not None:
         expect(max_args, int, "register_predicate()'s max_args")
     expect(doc, str, "register_predicate()'s doc")
+    if isinstance(params, str) or not all(isinstance(p, str) for p in params):
+        raise ArgumentError("register_predicate()'s params must be a sequence of argument names")
     if not name.isidentifier() or not name[:1].islower():
         raise ArgumentError("predicate names are lower-case identifiers")
-    FUNCTIONS[name] = Function(name, impl, min_args, max_args, True, doc)
+    known = FUNCTIONS.get(name)
+    if known is not None and known.builtin:
+        raise ArgumentError(f"'{name}' is a built-in function of the rule language and cannot be replaced")
+    if min_args < 0 or (max_args is not None and max_args < min_args):
+        raise ArgumentError(f"register_predicate(): {min_args} to {max_args} arguments is no range")
+    shown = tuple(params) or tuple(f"arg{i + 1}" for i in range(min_args)) + (() if max_args == min_args else ("...",))
+
+    def guarded(graph: GraphFacts, *args: object) -> object:
+        """``impl``, whose errors refuse the match with a reason (a user's code may raise
+        anything; a rule's evaluation must not end in a traceback)."""
+        try:
+            return impl(graph, *args)
+        except EvalFailure:
+            raise
+        except Exception as err:
+            raise EvalFailure(f"{name}() raised {type(err).__name__}: {err}") from None
+
+    FUNCTIONS[name] = Function(name, guarded, min_args, max_args, True, doc.strip(), shown, "value")
+
+
+def is_builtin(name: str) -> bool:
+    """``name`` is one of the language's own functions (not a predicate a program added:
+    a pack's constraint or family parameter may take such a name, and then means its own)."""
+    found = FUNCTIONS.get(name)
+    return found is not None and found.builtin
+
+
+def registered_predicates() -> list[str]:
+    """The names of the predicates ``register_predicate`` added in this process (a new
+    process, a verify worker, has none of them)."""
+    return sorted(f.name for f in FUNCTIONS.values() if not f.builtin)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -117,16 +202,18 @@ def _ints(value: object, fn: str) -> list[int]:
 # ---------------------------------------------------------------- graph predicates
 
 
-@_register("const", 1, None, graph=True)
+@_graph_fn(
+    "const",
+    "x, ...",
+    "bool",
+    "every argument is a constant (an initializer or a Constant's output); an absent optional input counts as constant",
+)
 def _const(graph: GraphFacts, *args):
-    """const(x, ...): every argument is a constant (initializer or Constant output); an
-    absent optional input counts as constant."""
     return all(a is None or not isinstance(a, Ref) or graph.is_constant(a.name) for a in args)
 
 
-@_register("single_use", 1, None, graph=True)
+@_graph_fn("single_use", "x, ...", "bool", "each argument has exactly one consumer and is not a graph output")
 def _single_use(graph: GraphFacts, *args):
-    """single_use(x, ...): each value has exactly one consumer and is not a graph output."""
     for a in args:
         ref = _ref(a, "single_use")
         if ref is None:
@@ -136,58 +223,55 @@ def _single_use(graph: GraphFacts, *args):
     return True
 
 
-@_register("consumers", 1, 1, graph=True)
+@_graph_fn("consumers", "x", "int", "how many node inputs read x (a graph output is not counted)")
 def _consumers(graph: GraphFacts, x):
-    """consumers(x): how many node inputs read x (graph outputs not counted)."""
     ref = _ref(x, "consumers")
     return 0 if ref is None else graph.consumer_count(ref.name)
 
 
-@_register("is_output", 1, 1, graph=True)
+@_graph_fn("is_output", "x", "bool", "x is an output of the graph")
 def _is_output(graph: GraphFacts, x):
-    """is_output(x): x is an output of the graph."""
     ref = _ref(x, "is_output")
     return ref is not None and graph.is_graph_output(ref.name)
 
 
-@_register("absent", 1, 1, graph=True)
+@_graph_fn("absent", "x", "bool", "the optional input x is not given")
 def _absent(graph: GraphFacts, x):
-    """absent(x): the optional input x is not given."""
     return x is None
 
 
-@_register("present", 1, 1, graph=True)
+@_graph_fn("present", "x", "bool", "the optional input x is given")
 def _present(graph: GraphFacts, x):
-    """present(x): the optional input x is given."""
     return x is not None
 
 
-@_register("shape", 1, 1, graph=True)
+@_graph_fn("shape", "x", "list", "x's dims: numbers, a symbolic dim's name (a string), none for an unknown one")
 def _shape(graph: GraphFacts, x):
-    """shape(x): list of dims; a symbolic dim is its name (a string), an unknown one none."""
     return list(_shape_of(graph, x, "shape"))
 
 
-@_register("dims", 1, 1, graph=True)
+@_graph_fn(
+    "dims",
+    "s",
+    "list",
+    "what the 1-D int tensor s holds, also when computed from shapes at run time (Shape, Gather, Slice, "
+    "Concat, Unsqueeze): numbers, symbolic dim names, or a token for an unnamed dim (equal only to itself)",
+)
 def _dims(graph: GraphFacts, x):
-    """dims(s): what the 1-D int tensor s holds, also when it is computed from shapes at run
-    time (Shape/Gather/Slice/Concat/Unsqueeze): numbers, symbolic dim names, or a token for
-    an unnamed dim of a tensor (equal only to itself).  See expr/shape_values.py."""
+    """(How the values are followed through the shape ops: expr/shape_values.py.)"""
     ref = _ref(x, "dims")
     if ref is None:
         raise EvalFailure("dims() takes a tensor")
     return shape_values(graph, ref.name)
 
 
-@_register("rank", 1, 1, graph=True)
+@_graph_fn("rank", "x", "int", "x's number of dimensions")
 def _rank(graph: GraphFacts, x):
-    """rank(x): number of dimensions."""
     return len(_shape_of(graph, x, "rank"))
 
 
-@_register("static", 1, None, graph=True)
+@_graph_fn("static", "x, ...", "bool", "every dim of every argument is a known number")
 def _static(graph: GraphFacts, *args):
-    """static(x, ...): every dim of each argument is a known number."""
     for a in args:
         try:
             shape = _shape_of(graph, a, "static")
@@ -198,18 +282,16 @@ def _static(graph: GraphFacts, *args):
     return True
 
 
-@_register("numel", 1, 1, graph=True)
+@_graph_fn("numel", "x", "int", "x's number of elements (its shape must be static)")
 def _numel(graph: GraphFacts, x):
-    """numel(x): number of elements (needs a static shape)."""
     shape = _shape_of(graph, x, "numel")
     if not all(isinstance(d, int) for d in shape):
         raise EvalFailure("numel() needs a static shape")
     return int(np.prod(shape, dtype=np.int64))
 
 
-@_register("dtype", 1, 1, graph=True)
+@_graph_fn("dtype", "x", "int", "x's ONNX element type, to compare with float, float16, int64, ...")
 def _dtype(graph: GraphFacts, x):
-    """dtype(x): the ONNX element type (compare with float, float16, int64, ...)."""
     if isinstance(x, Ref):
         elem = graph.elem_type(x.name)
         if elem is None:
@@ -218,17 +300,20 @@ def _dtype(graph: GraphFacts, x):
     return from_numpy_dtype(_array(x).dtype)
 
 
-@_register("is_float", 1, None, graph=True)
+@_graph_fn("is_float", "x, ...", "bool", "every argument has a floating-point element type")
 def _is_float(graph: GraphFacts, *args):
-    """is_float(x, ...): every argument has a floating-point element type."""
     return all(_dtype(graph, a) in FLOAT_TYPES for a in args)
 
 
-@_register("same_shape", 2, None, graph=True)
+@_graph_fn(
+    "same_shape",
+    "a, b, ...",
+    "bool",
+    "every shape is known and all are equal (symbolic dims by name); false, not a failure, when one is unknown",
+)
 def _same_shape(graph: GraphFacts, *args):
-    """same_shape(a, b, ...): all shapes known and equal (symbolic dims by name).  An unknown
-    shape, whole or one dim, is false, not a failure: ``same_shape(r, s) or same_shape(t, u)``
-    holds when either pair is known to agree."""
+    """An unknown shape, whole or one dim, is false, not a failure, so that
+    ``same_shape(r, s) or same_shape(t, u)`` holds when either pair is known to agree."""
     try:
         shapes = [_shape_of(graph, a, "same_shape") for a in args]
     except EvalFailure:
@@ -238,15 +323,13 @@ def _same_shape(graph: GraphFacts, *args):
     return all(s == shapes[0] for s in shapes[1:])
 
 
-@_register("opset", 0, 1, graph=True)
+@_graph_fn("opset", 'domain=""', "int", "the model's opset version for a domain (0 when the model does not import it)")
 def _opset(graph: GraphFacts, domain=""):
-    """opset(domain=""): the model's opset version for a domain (0 when not imported)."""
     return graph.opset(str(domain)) or 0
 
 
-@_register("op", 1, 1, graph=True)
+@_graph_fn("op", "x", "string", "the op type of the node producing x (which alternative matched)")
 def _op(graph: GraphFacts, x):
-    """op(x): the op type of the node producing x (matters when alternatives matched)."""
     ref = _ref(x, "op")
     kind = None if ref is None else graph.op_type(ref.name)
     if kind is None:
@@ -254,16 +337,19 @@ def _op(graph: GraphFacts, x):
     return kind
 
 
-@_register("value", 1, 1, graph=True)
+@_graph_fn("value", "x", "tensor", "the contents of the constant x")
 def _value(graph: GraphFacts, x):
-    """value(x): the contents of constant x as an array."""
     return materialize(graph, x)
 
 
-@_register("per_channel", 3, 3, graph=True)
+@_graph_fn(
+    "per_channel",
+    "b, rank, channels",
+    "bool",
+    "the constant b, broadcast against a rank-`rank` tensor, varies only along axis 1, where that tensor "
+    "has `channels` entries",
+)
 def _per_channel(graph: GraphFacts, b, rank, channels):
-    """per_channel(b, rank, channels): constant b, broadcast against a rank-`rank` tensor,
-    varies only along axis 1, where that tensor has `channels` entries."""
     try:
         _channel(graph, b, rank, channels)
     except EvalFailure:
@@ -271,10 +357,13 @@ def _per_channel(graph: GraphFacts, b, rank, channels):
     return True
 
 
-@_register("channel", 3, 3, graph=True)
+@_graph_fn(
+    "channel",
+    "b, rank, channels",
+    "tensor",
+    "the per-channel vector of b (length `channels`, see per_channel); refuses the match if b is not per-channel",
+)
 def _channel(graph: GraphFacts, b, rank, channels):
-    """channel(b, rank, channels): the per-channel vector of b (length `channels`), see
-    per_channel; refuses the match if b is not per-channel."""
     arr = _array(materialize(graph, b))
     rank, channels = int(rank), int(channels)
     if arr.ndim > rank:
@@ -291,51 +380,48 @@ def _channel(graph: GraphFacts, b, rank, channels):
 # ------------------------------------------------------------------- value functions
 
 
-def _value_fn(name: str, min_args: int, max_args: int | None):
-    return _register(name, min_args, max_args, graph=False)
-
-
-def _unary(name: str, fn: Callable, doc: str) -> None:
+def _unary(name: str, fn: Callable, meaning: str) -> None:
     def impl(x):
         arr = _array(x)
         budget.charge_elements(arr.size, 8, f"{name}()")
         return fn(arr)
 
-    impl.__doc__ = doc
-    _value_fn(name, 1, 1)(impl)
+    _value_fn(name, "x", "tensor", meaning)(impl)
 
 
-for _name, _fn in (
-    ("sqrt", np.sqrt),
-    ("exp", np.exp),
-    ("log", np.log),
-    ("abs", np.abs),
-    ("tanh", np.tanh),
-    ("reciprocal", np.reciprocal),
-    ("floor", np.floor),
-    ("ceil", np.ceil),
+for _name, _fn, _meaning in (
+    ("sqrt", np.sqrt, "the square root of each element"),
+    ("exp", np.exp, "e to the power of each element"),
+    ("log", np.log, "the natural logarithm of each element"),
+    ("abs", np.abs, "the absolute value of each element"),
+    ("tanh", np.tanh, "the hyperbolic tangent of each element"),
+    ("reciprocal", np.reciprocal, "1 / x, elementwise (an integer tensor stays integer, as in numpy)"),
+    ("floor", np.floor, "each element rounded down"),
+    ("ceil", np.ceil, "each element rounded up"),
 ):
-    _unary(_name, _fn, f"{_name}(x): elementwise, with numpy.")
+    _unary(_name, _fn, _meaning)
 
 
-@_value_fn("reshape", 2, 2)
+@_value_fn("reshape", "x, shape", "tensor", "x reshaped as numpy does (one -1 allowed)")
 def _reshape(x, shape):
-    """reshape(x, shape): numpy reshape (-1 allowed)."""
     arr = _array(x)
     if not arr.flags.c_contiguous:  # (a transposed view is copied)
         budget.charge(arr.nbytes, "a reshaped tensor")
     return arr.reshape(_ints(shape, "reshape"))
 
 
-@_value_fn("transpose", 1, 2)
+@_value_fn("transpose", "x, perm=reversed", "tensor", "x with its axes permuted (numpy transpose)")
 def _transpose(x, perm=None):
-    """transpose(x, perm=reversed): numpy transpose."""
     return np.transpose(_array(x), None if perm is None else _ints(perm, "transpose"))
 
 
-@_value_fn("unsqueeze", 2, 2)
+@_value_fn(
+    "unsqueeze",
+    "x, axes",
+    "tensor",
+    "x with size-1 dims inserted at axes (ONNX Unsqueeze: negative axes count from the end of the result)",
+)
 def _unsqueeze(x, axes):
-    """unsqueeze(x, axes): insert size-1 dims (ONNX Unsqueeze semantics, negative axes ok)."""
     arr = _array(x)
     axes = _ints(axes, "unsqueeze")
     out_rank = arr.ndim + len(axes)
@@ -347,34 +433,35 @@ def _unsqueeze(x, axes):
     return arr
 
 
-@_value_fn("squeeze", 1, 2)
+@_value_fn("squeeze", "x, axes=all size-1", "tensor", "x without the size-1 dims at axes")
 def _squeeze(x, axes=None):
-    """squeeze(x, axes=all size-1): remove size-1 dims."""
     arr = _array(x)
     if axes is None:
         return np.squeeze(arr)
     return np.squeeze(arr, axis=tuple(_ints(axes, "squeeze")))
 
 
-@_value_fn("concat", 1, 2)
+@_value_fn("concat", "xs, axis=0", "tensor", "the tensors of the list xs joined along axis")
 def _concat(xs, axis=0):
-    """concat([a, b, ...], axis=0)."""
     arrays = [_array(x) for x in xs]
     budget.charge(sum(a.nbytes for a in arrays), "a concatenation")
     return np.concatenate(arrays, axis=int(axis))
 
 
-@_value_fn("known", 1, 1)
+@_value_fn("known", "xs", "bool", "every element of the list is a number (no symbolic or unknown dim)")
 def _known(dims):
-    """known(list): every element is a number (no symbolic or unknown dim)."""
     items = dims if isinstance(dims, list) else list(_array(dims).ravel())
     return all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in items)
 
 
-@_value_fn("zero_copies", 2, 2)
+@_value_fn(
+    "zero_copies",
+    "target, source",
+    "list",
+    "Reshape's target with each entry that is source's dim at the same index replaced by 0 (Reshape "
+    "copies it); fails on any other non-number",
+)
 def _zero_copies(target, source):
-    """zero_copies(t, s): Reshape target t with each entry that is s's dim at the same
-    index replaced by 0 (Reshape copies it); numbers stay; anything else fails."""
     out = []
     for i, d in enumerate(target):
         if i < len(source) and isinstance(d, str) and d == source[i]:
@@ -386,10 +473,13 @@ def _zero_copies(target, source):
     return out
 
 
-@_value_fn("pad_to", 3, 3)
+@_value_fn(
+    "pad_to",
+    "x, axis, size",
+    "tensor",
+    "x with zeros appended along axis up to length size (blocked layouts pad channels to a multiple of the block)",
+)
 def _pad_to(x, axis, size):
-    """pad_to(x, axis, size): x with zeros appended along `axis` up to length `size`
-    (blocked layouts pad channels to a multiple of the block)."""
     arr = _array(x)
     axis = int(axis) + (arr.ndim if int(axis) < 0 else 0)
     if not 0 <= axis < arr.ndim or int(size) < arr.shape[axis]:
@@ -402,16 +492,18 @@ def _pad_to(x, axis, size):
     return np.pad(arr, widths)
 
 
-@_value_fn("nchwc_block", 0, 0)
+@_value_fn(
+    "nchwc_block",
+    "",
+    "int",
+    "the channel block of onnxruntime's NCHWc kernels on this CPU (8 or 16), none where it has none",
+)
 def _nchwc_block():
-    """nchwc_block(): the NCHWc channel block of the installed onnxruntime on this CPU
-    (8 or 16), none where onnxruntime does not use NCHWc."""
     return nchwc_block_size()
 
 
-@_value_fn("cast", 2, 2)
+@_value_fn("cast", "x, dtype", "tensor", "x converted to an ONNX element type (float, float16, int64, ...)")
 def _cast(x, elem_type):
-    """cast(x, dtype): convert to an ONNX element type (float, float16, int64...)."""
     arr, dtype = _array(x), _numpy_dtype(elem_type)
     budget.charge_elements(arr.size, dtype.itemsize, "a cast tensor")
     return arr.astype(dtype)
@@ -424,9 +516,10 @@ def _numpy_dtype(elem_type) -> np.dtype:
         raise EvalFailure(f"{elem_type!r} is not an element type") from None
 
 
-@_value_fn("array", 1, 2)
+@_value_fn(
+    "array", "x, dtype=inferred", "tensor", "a tensor of a number or a (nested) list, of that element type if given"
+)
 def _make_array(x, elem_type=None):
-    """array(x, dtype=inferred): a tensor from a number or list."""
     arr = _array(x)
     return arr if elem_type is None else _cast(arr, elem_type)
 
@@ -440,45 +533,39 @@ def _filled(shape, fill, elem_type) -> np.ndarray:
     return np.full(shape, fill, dtype=dtype)
 
 
-@_value_fn("zeros", 1, 2)
+@_value_fn("zeros", "shape, dtype=float", "tensor", "a tensor of zeros")
 def _zeros(shape, elem_type=None):
-    """zeros(shape, dtype=float)."""
     return _filled(shape, 0, elem_type)
 
 
-@_value_fn("ones", 1, 2)
+@_value_fn("ones", "shape, dtype=float", "tensor", "a tensor of ones")
 def _ones(shape, elem_type=None):
-    """ones(shape, dtype=float)."""
     return _filled(shape, 1, elem_type)
 
 
-@_value_fn("full", 2, 3)
+@_value_fn("full", "shape, value, dtype=float", "tensor", "a tensor filled with value")
 def _full(shape, fill, elem_type=None):
-    """full(shape, value, dtype=float)."""
     return _filled(shape, fill, elem_type)
 
 
-@_value_fn("arange", 1, 2)
+@_value_fn("arange", "start, stop=none", "tensor", "the int64 range start..stop-1; with one argument, 0..start-1")
 def _arange(start, stop=None):
-    """arange(stop) or arange(start, stop), int64."""
     if stop is None:
         start, stop = 0, start
     budget.charge_elements(int(stop) - int(start), 8, "a range")
     return np.arange(int(start), int(stop), dtype=np.int64)
 
 
-@_value_fn("broadcast_shape", 2, None)
+@_value_fn("broadcast_shape", "s1, s2, ...", "list", "the shape numpy broadcasting gives shapes s1, s2, ... (static)")
 def _broadcast_shape(*shapes):
-    """broadcast_shape(s1, s2, ...): numpy broadcasting of static shapes."""
     try:
         return list(np.broadcast_shapes(*[tuple(_ints(s, "broadcast_shape")) for s in shapes]))
     except ValueError as err:
         raise EvalFailure(str(err)) from None
 
 
-@_value_fn("take", 2, 2)
+@_value_fn("take", "x, indices", "list", "the elements of a 1-D list or tensor at indices")
 def _take(x, indices):
-    """take(x, indices): elements of a 1-D list/array at indices."""
     if isinstance(x, (list, tuple)):
         seq = list(x)
     else:
@@ -493,9 +580,13 @@ def _take(x, indices):
         raise EvalFailure("take() index out of range") from None
 
 
-@_value_fn("inverse_perm", 1, 1)
+@_value_fn(
+    "inverse_perm",
+    "perm",
+    "list",
+    "the permutation that undoes perm: transpose(transpose(x, perm), inverse_perm(perm)) is x",
+)
 def _inverse_perm(perm):
-    """inverse_perm(p): the permutation q that undoes p (transpose(transpose(x, p), q) is x)."""
     axes = _ints(perm, "inverse_perm")
     budget.charge_elements(len(axes), budget.POINTER_BYTES, "a list")
     if sorted(axes) != list(range(len(axes))):
@@ -506,23 +597,27 @@ def _inverse_perm(perm):
     return inverse
 
 
-def _reduce(name: str, fn: Callable) -> None:
+def _reduce(name: str, fn: Callable, meaning: str) -> None:
     def impl(x, axis=None):
         arr = _array(x)
         budget.charge_elements(arr.size, 8, f"{name}()")  # (mean of ints makes floats)
         return fn(arr, axis=None if axis is None else int(axis))
 
-    impl.__doc__ = f"{name}(x, axis=all): numpy reduction."
-    _value_fn(name, 1, 2)(impl)
+    _value_fn(name, "x, axis=all", "value", f"{meaning}, or along one axis (numpy)")(impl)
 
 
-for _name, _reducer in (("sum", np.sum), ("prod", np.prod), ("mean", np.mean), ("all", np.all), ("any", np.any)):
-    _reduce(_name, _reducer)
+for _name, _reducer, _meaning in (
+    ("sum", np.sum, "the sum of x's elements"),
+    ("prod", np.prod, "the product of x's elements"),
+    ("mean", np.mean, "the mean of x's elements"),
+    ("all", np.all, "whether every element of x is true (nonzero)"),
+    ("any", np.any, "whether some element of x is true (nonzero)"),
+):
+    _reduce(_name, _reducer, _meaning)
 
 
-@_value_fn("max", 1, None)
+@_value_fn("max", "x, ...", "value", "one argument: its largest element; several: their elementwise maximum")
 def _max(*xs):
-    """max(x): largest element; max(a, b, ...): elementwise maximum."""
     if len(xs) == 1:
         return np.max(_array(xs[0]))
     result = _array(xs[0])
@@ -533,9 +628,8 @@ def _max(*xs):
     return result
 
 
-@_value_fn("min", 1, None)
+@_value_fn("min", "x, ...", "value", "one argument: its smallest element; several: their elementwise minimum")
 def _min(*xs):
-    """min(x): smallest element; min(a, b, ...): elementwise minimum."""
     if len(xs) == 1:
         return np.min(_array(xs[0]))
     result = _array(xs[0])
@@ -546,9 +640,8 @@ def _min(*xs):
     return result
 
 
-@_register("len", 1, 1, graph=True)
+@_graph_fn("len", "x", "int", "the length of a list (a *rest binding, say) or of a tensor's first axis")
 def _len(graph: GraphFacts, x):
-    """len(x): length of a list (such as a *rest binding) or of a tensor's first axis."""
     if isinstance(x, (list, tuple, str)):
         return len(x)
     shape = _shape_of(graph, x, "len")
@@ -557,15 +650,13 @@ def _len(graph: GraphFacts, x):
     return shape[0]
 
 
-@_value_fn("size", 1, 1)
+@_value_fn("size", "x", "int", "the number of elements of a constant")
 def _size(x):
-    """size(x): number of elements of a constant."""
     return int(_array(x).size)
 
 
-@_value_fn("list", 1, 1)
+@_value_fn("list", "x", "list", "a constant's elements as a flat list")
 def _list(x):
-    """list(x): a constant's elements as a flat list."""
     if type(x) is list and all(type(v) is int for v in x):
         return list(x)  # a shape, a perm: what numpy would give back anyway
     arr = _array(x)
@@ -573,27 +664,24 @@ def _list(x):
     return arr.reshape(-1).tolist()
 
 
-@_value_fn("int", 1, 1)
+@_value_fn("int", "x", "int", "a one-element constant as an integer")
 def _int(x):
-    """int(x): a one-element constant as an integer."""
     arr = _array(x)
     if arr.size != 1:
         raise EvalFailure("int() of a tensor with several elements")
     return int(arr.reshape(-1)[0])
 
 
-@_value_fn("float", 1, 1)
+@_value_fn("float", "x", "float", "a one-element constant as a float")
 def _float(x):
-    """float(x): a one-element constant as a float."""
     arr = _array(x)
     if arr.size != 1:
         raise EvalFailure("float() of a tensor with several elements")
     return float(arr.reshape(-1)[0])
 
 
-@_value_fn("isclose", 2, 4)
+@_value_fn("isclose", "a, b, rtol=1e-5, atol=1e-8", "bool", "every element of a is close to b's (numpy.allclose)")
 def _isclose(a, b, rtol=1e-5, atol=1e-8):
-    """isclose(a, b, rtol=1e-5, atol=1e-8): every element close (numpy.allclose)."""
     a, b = _array(a), _array(b)
     budget.charge_elements(budget.broadcast_elements(a, b), 32, "isclose()")  # (temporaries)
     return bool(np.allclose(a, b, rtol=float(rtol), atol=float(atol)))

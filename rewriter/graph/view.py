@@ -65,8 +65,9 @@ class GraphView(Topology):
         self._attributes: dict[NodeId, dict[str, object]] = {}  # node -> attribute values
         self._metadata: dict[NodeId, dict[str, str]] = {}  # node -> metadata_props, as read
         self.pass_caches: dict[str, dict] = {}  # built-in passes' memos, as long as the view lives
-        # constants widened from a narrower float type (float16 the CPU computes in float32,
-        # partition/float16.py) -> that type: literals still match them with its tolerance
+        # values widened from a narrower float type (float16 the CPU computes in float32,
+        # partition/float16.py) -> that type: literals still match such constants with its
+        # tolerance, and `~` attributes of the nodes reading them (match/matcher.py)
         self.widened: dict[str, int] = {}
         self.types: dict[str, TypeProto] = dict(types or {})
         self.hints: dict[str, TypeProto] = dict(hints or {})

@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Final, Literal
 
 import numpy as np
-from onnx import helper
+from onnx import TensorProto, helper
 
 from ..dsl import ast as A
 from ..expr.evaluate import EVAL_ERRORS, as_failure, truth
@@ -27,6 +27,7 @@ from ..graph.view import FUNCTION_ATTRIBUTE, GraphView, NodeId
 from ..onnx_facts.schemas import attribute_default
 from .plan import (
     ANY,
+    APPROX,
     CAPTURE,
     FIXED,
     LITERAL,
@@ -225,11 +226,51 @@ def literal_matches(array: np.ndarray | None, literal: A.Literal, widened_from: 
         return False
     if literal.approx:
         origin = array.dtype if widened_from is None else helper.tensor_dtype_to_np_dtype(widened_from)
-        rtol = _APPROX_RTOL.get(origin, _DEFAULT_APPROX_RTOL)
-        return _isclose(float(actual), float(literal.value), rtol=rtol, atol=1e-6)
+        return approx_equal(float(actual), literal, origin)
     if array.dtype.kind in "iu":
         return float(literal.value).is_integer() and int(actual) == int(literal.value)
     return bool(actual == _stored(literal.value, array.dtype))
+
+
+def approx_equal(actual: float, literal: A.Literal, origin: np.dtype | None) -> bool:
+    """``actual`` within the tolerance of ``~literal`` for a number kept in ``origin``'s
+    precision (float16's is coarser; None: the default)."""
+    rtol = _APPROX_RTOL.get(origin, _DEFAULT_APPROX_RTOL) if origin is not None else _DEFAULT_APPROX_RTOL
+    return _isclose(actual, float(literal.value), rtol=rtol, atol=1e-6)
+
+
+def approx_attribute_matches(actual: object, literal: A.Literal, origin: np.dtype | None) -> bool:
+    """A float attribute within the tolerance of ``~literal``: ONNX keeps it as a float32,
+    but a node computing in float16 (or widened from it, ``GraphView.widened``) uses it in
+    float16's precision, so ``origin`` (the node's float type) sets the tolerance, as a
+    constant's type does for a literal input.  Anything but a float does not match."""
+    if type(actual) is not float:
+        return False
+    return approx_equal(actual, literal, origin)
+
+
+def node_float_type(view: GraphView, node_id: NodeId) -> np.dtype | None:
+    """The precision a node computes in: the narrowest floating-point element type among
+    its inputs and outputs, each taken as the type it was widened from, if it was (a
+    float16 node the CPU computes in float32 may read the float32 value a skipped Cast
+    read, but its outputs stand for float16 ones); None when it has no float value."""
+    found: np.dtype | None = None
+    for name in (*view.inputs(node_id), *view.outputs(node_id)):
+        if not name:
+            continue
+        elem = view.widened.get(name) or view.elem_type(name)
+        dtype = _FLOAT_ELEMENTS.get(elem) if elem is not None else None
+        if dtype is not None and (found is None or dtype.itemsize < found.itemsize):
+            found = dtype
+    return found
+
+
+# ONNX float element types numpy has (bfloat16 has no numpy type: the default tolerance)
+_FLOAT_ELEMENTS: dict[int, np.dtype] = {
+    TensorProto.FLOAT16: np.dtype(np.float16),
+    TensorProto.FLOAT: np.dtype(np.float32),
+    TensorProto.DOUBLE: np.dtype(np.float64),
+}
 
 
 @lru_cache(maxsize=1024)
@@ -606,6 +647,14 @@ class Matcher:
                 if not state.unify_scalar(bind, actual):
                     if self.record_failures:
                         self._fail(depth, f"attribute {name}={actual!r} differs", state, ATTRIBUTES, "attribute")
+                    return False
+                continue
+            if how == APPROX:
+                assert isinstance(fixed, A.Literal)
+                if not approx_attribute_matches(actual, fixed, node_float_type(view, node_id)):
+                    if self.record_failures:
+                        reason = f"attribute {name}={actual!r}, wanted ~{fixed.value!r} (within tolerance)"
+                        self._fail(depth, reason, state, ATTRIBUTES, "attribute")
                     return False
                 continue
             if how == FIXED:

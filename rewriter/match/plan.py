@@ -80,22 +80,25 @@ def _input_plan(arg: A.PatternArg) -> InputPlan:
 
 # how an attribute pattern is matched (see AltPlan.attrs): a name captures the attribute
 # unless it is bound already (a constant's name, float say, only when captured elsewhere);
-# a literal is compared as it is; any other expression is evaluated (`_`, any value, is
-# not matched at all)
-CAPTURE, CONSTANT_NAME, FIXED, COMPUTED = 0, 1, 2, 3
+# a literal is compared as it is, `~0.01` within tolerance (as a literal input); any other
+# expression is evaluated (`_`, any value, is not matched at all)
+CAPTURE, CONSTANT_NAME, FIXED, COMPUTED, APPROX = 0, 1, 2, 3, 4
 
 
 class AttrPlan(NamedTuple):
     """How one attribute pattern is matched."""
 
     name: str  # the attribute
-    how: int  # CAPTURE, CONSTANT_NAME, FIXED or COMPUTED
+    how: int  # CAPTURE, CONSTANT_NAME, FIXED, COMPUTED or APPROX
     bind: str | None  # the name it binds (a name pattern), else None
-    fixed: object  # the literal value (FIXED), else None
-    compiled: Compiled  # the pattern's expression
+    fixed: object  # the literal value (FIXED), the approximate Literal (APPROX), else None
+    compiled: Compiled  # the pattern's expression (APPROX: its literal's value)
 
 
-def _attr_plan(name: str, expr: A.Expr) -> AttrPlan:
+def _attr_plan(name: str, expr: A.Expr | A.Literal) -> AttrPlan:
+    if isinstance(expr, A.Literal):
+        approximate = expr.value
+        return AttrPlan(name, APPROX, None, expr, lambda env: approximate)
     compiled = compile_expr(expr)
     if isinstance(expr, A.Name):
         constant = expr.id in DTYPES or expr.id in CONSTANTS

@@ -141,6 +141,7 @@ def _rewrite(view: GraphView, region: set[NodeId]) -> None:
             view.widened[name] = _F16
         else:
             _add_cast(view, value, name, _F32)
+            view.widened[name] = _F16
         view.types[name] = _float_type(view.type_of(value))
         as_float[value] = name
         return name
@@ -150,6 +151,7 @@ def _rewrite(view: GraphView, region: set[NodeId]) -> None:
         for value in _float16_values(view, node_id)[1]:
             renamed[value] = view.fresh_value_name(f"{value}_float32")
             view.types[renamed[value]] = _float_type(view.type_of(value))
+            view.widened[renamed[value]] = _F16
     for node_id in sorted(region, key=view.order_of):
         proto = NodeProto()
         proto.CopyFrom(view.node(node_id))
@@ -175,6 +177,7 @@ def _rewrite(view: GraphView, region: set[NodeId]) -> None:
                     view.replace_uses(cast_output, name)
                 elif view.producer(name) is not None and not view.is_graph_output(name) and name in renamed.values():
                     view.rename_value(name, cast_output)  # the region's value takes the output's name
+                    view.widened[cast_output] = view.widened.pop(name, _F16)
                     renamed[value] = name = cast_output
                 else:
                     _add_cast(view, name, cast_output, _F32)

@@ -44,6 +44,7 @@ from hypothesis import strategies as st
 
 from ..dsl import Pack, load_pack_checked
 from ..errors import RewriterError, RuleError
+from ..expr.functions import registered_predicates
 from ..onnx_facts.validity import check_model
 from ..pipeline import optimize
 from ..resources import bundled_pack_paths
@@ -412,7 +413,9 @@ def verify(
     shrink_attempts: int = SHRINK_ATTEMPTS,
 ) -> VerifyReport:
     """Verify every rule of the given packs (or only the named ``rule``s); see the module
-    docstring.  ``jobs``: worker processes (default: every core; 1 runs in this process).
+    docstring.  ``jobs``: worker processes (default: every core; 1 runs in this process, and
+    so does every campaign while predicates registered from Python exist: a worker process
+    would not have them).
     Verdicts come back in the packs' rule order, whichever finished first."""
     check_arguments(paths, rule, examples, seed, out, jobs)
     began = time.monotonic()
@@ -439,6 +442,8 @@ def verify(
                 on_rule(verdict)
         else:
             tasks.append((index, pack, name))
+    if registered_predicates():  # workers are new processes: they would not have them
+        jobs = 1
     if jobs == 1:  # in this process (a crash of onnxruntime ends it)
         for index, pack, name in tasks:
             report.verdicts[index] = verify_rule(pack, name, **options)

@@ -601,11 +601,19 @@ class _Builder:
             and isinstance(h.value.args[0], A.Name)
         }
 
-    def literal(self, lit: A.Literal, ctx: NodeContext, bind: str | None) -> str:
-        value = float(lit.value) if not isinstance(lit.value, bool) else lit.value
-        if lit.approx:
-            value *= 1 + pick(self.draw, [0.0, 1e-7, -1e-6, 3e-5], label="approx offset")
+    def approximately(self, lit: A.Literal) -> float:
+        """A number ``~lit`` matches (off by up to a third of the tolerance), or now and
+        then, in a near miss, one it does not."""
+        value = float(lit.value) * (1 + pick(self.draw, [0.0, 1e-7, -1e-6, 3e-5], label="approx offset"))
         if self.near_miss == "literal-off" and self.chance(2, "move literal"):
+            value += 0.25
+        return value
+
+    def literal(self, lit: A.Literal, ctx: NodeContext, bind: str | None) -> str:
+        value: float | bool = lit.value if isinstance(lit.value, bool) else float(lit.value)
+        if lit.approx:
+            value = self.approximately(lit)
+        elif self.near_miss == "literal-off" and self.chance(2, "move literal"):
             value = value + 0.25 if not isinstance(value, bool) else not value
         # typed like a numeric partner (Where's bool condition is not one)
         partner = next((k for k in ctx.known if k is not None and k[0] != TensorProto.BOOL), None)
@@ -657,6 +665,8 @@ class _Builder:
                     options = ([None] if has_default else []) + list(candidates or [])
                     value = pick(self.draw, options, label=f"attr {pattern.name}") if options else None
                 self.captures[expr.id] = value
+            elif isinstance(expr, A.Literal):  # `{alpha: ~0.01}`: within the tolerance, or (a near miss) not
+                value = self.approximately(expr)
             else:
                 if expr is None:  # `{name: _}`: nothing to evaluate
                     continue
