@@ -61,7 +61,7 @@ def gelu(
 
 
 def skip_layer_norm(axis: int) -> onnx.ModelProto:
-    """LayerNormalization(a + b), SkipLayerNormFusion's pattern (CUDA only)."""
+    """LayerNormalization(a + b), SkipLayerNormFusion's pattern."""
     nodes = [
         helper.make_node("Add", ["a", "b"], ["s"], name="residual"),
         helper.make_node("LayerNormalization", ["s", "gamma", "beta"], ["y"], name="ln", axis=axis, epsilon=1e-5),
@@ -169,8 +169,14 @@ def test_nodes_on_different_providers(tmp_path):
 
 
 def test_a_rule_for_another_provider_says_so(tmp_path):
-    lines = explain_cli(tmp_path, skip_layer_norm(axis=-1), "--rule", "SkipLayerNormFusion")
-    assert "SkipLayerNormFusion fuses only nodes on CUDA; these run on CPU" in lines[1]
+    conv_relu = model(
+        [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"), helper.make_node("Relu", ["c"], ["y"])],
+        [tensor("x", TensorProto.FLOAT, [1, 2, 5, 5])],
+        [tensor("y", TensorProto.FLOAT, [1, 3, 5, 5])],
+        [init("w", np.ones((3, 2, 1, 1), np.float32))],
+    )
+    lines = explain_cli(tmp_path, conv_relu, "--rule", "ConvReluCudaFusion")
+    assert "ConvReluCudaFusion fuses only nodes on CUDA; these run on CPU" in lines[1]
 
 
 def test_an_attribute_value_that_differs(tmp_path):
