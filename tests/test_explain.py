@@ -187,6 +187,31 @@ def test_an_attribute_a_where_clause_rejects_shows_its_value(tmp_path):
     assert "    saw: axis = 1" in lines
 
 
+def test_a_name_the_pattern_uses_twice_says_what_it_already_denotes(tmp_path):
+    # the pattern wants (x * s) * 0.5 where the model computes x * (s * 0.5): the second Mul
+    # reads the constant where the pattern's `x` (already 'x') should be
+    nodes = [
+        helper.make_node("Sigmoid", ["x"], ["s"], name="sigmoid"),
+        helper.make_node("Mul", ["s", "half"], ["h"], name="halve"),
+        helper.make_node("Mul", ["x", "h"], ["y"], name="gate"),
+    ]
+    m = model(nodes, [tensor("x", F, [2, 8])], [tensor("y", F, [2, 8])], [init("half", np.float32(0.5))])
+    rules = rules_file(
+        tmp_path,
+        "pack mine level 1\nrule HalfSwish root s {\n    s = Sigmoid(x)\n    y = Mul(Mul(x, s), 0.5)\n"
+        "  =>\n    y = Mul(x, Mul(s, 0.5))\n}\n",
+    )
+    lines = explain_cli(tmp_path, m, "--rules", rules, "--rule", "HalfSwish")
+    assert lines[1] == (
+        "✗ HalfSwish at 'sigmoid' (Sigmoid): input 1 of 'halve' (Mul) is 'half', "
+        "but the pattern's `x` is already 'x' (`$1 = Mul(x, s)`)"
+    )
+    assert lines[2].startswith("    hint: a name used twice in a pattern denotes one value")
+    assert "    saw: 'x' (a graph input, float[2, 8])" in lines
+    (attempt,) = rewriter.explain(m, rules=[rules], rule="HalfSwish").attempts
+    assert (attempt.cause.kind, attempt.cause.node) == ("input", "halve")
+
+
 # ---------------------------------------------------------------- what an explanation is
 def test_a_rule_that_applies_is_reported_as_applying(tmp_path):
     lines = explain_cli(tmp_path, gelu(), "--rule", "GeluErf")
