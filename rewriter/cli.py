@@ -591,11 +591,7 @@ def verify(
     )
     for v in report.verdicts:
         if v.verdict == "FAIL":
-            where = (
-                f"\n  counterexample: {v.artifacts}/ (before.onnx, after.onnx, inputs.npz, report.txt)"
-                if v.artifacts
-                else ""
-            )
+            where = f"\n  counterexample: {v.artifacts}/ ({_artifact_files(v.artifacts)})" if v.artifacts else ""
             err().print(
                 f"FAIL {v.pack}.{v.rule}: {v.message} (max abs error {v.max_abs:.3g}, max rel "
                 f"error {v.max_rel:.3g}){where}",
@@ -606,6 +602,14 @@ def verify(
             err().print(f"unverified {v.pack}.{v.rule}: {v.message}", markup=False, soft_wrap=True)
     if report.failed or (strict and report.unverified):
         sys.exit(1)
+
+
+def _artifact_files(directory: Path) -> str:
+    """The counterexample's files that exist: there is no ``after.onnx`` when the engine
+    refused the rewrite (a type or shape it would change), and naming one sends the reader
+    looking for it."""
+    names = ("before.onnx", "after.onnx", "inputs.npz", "report.txt")
+    return ", ".join(name for name in names if (Path(directory) / name).is_file())
 
 
 @cli.command(name="rules")
