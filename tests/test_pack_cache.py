@@ -18,7 +18,7 @@ from helpers import MODELS
 
 import rewriter
 from rewriter.disk_cache import CACHE_DIR_VARIABLE, CACHE_SWITCH_VARIABLE, ENTRY_SUFFIX, DiskCache
-from rewriter.dsl import forget_loaded, load_pack, pack_cache, pack_level, serial
+from rewriter.dsl import forget_loaded, load_pack, pack_cache, pack_level, serial, wellformed
 from rewriter.dsl import parse as parse_module
 from rewriter.errors import RuleError
 from rewriter.expr.functions import FUNCTIONS, Function
@@ -189,8 +189,46 @@ def _corruptions(entry: bytes, key: str, put):
         "the pack of another file": json.dumps([*data[:7], "elsewhere.rules", *data[8:]]).encode(),
         "a number too big for JSON": json.dumps(data).encode().replace(b'"mine"', b"1" * 5000, 1),
     }
+    crafted |= {what: json.dumps(_reshaped(data, change)).encode() for what, change in _SEMANTIC.items()}
     for what, bad in crafted.items():
         yield what, put(bad), True
+
+
+def _reshaped(data: list, change) -> list:
+    """A copy of a pack's JSON (``SMALL_PACK``'s) with ``change`` applied to it."""
+    copy = json.loads(json.dumps(data))
+    change(copy)
+    return copy
+
+
+_AT = [1, 1]  # a position
+
+
+def _rule(data: list) -> list:
+    """SMALL_PACK's second rule, DoubleNeg: [Rule, name, root, equations, wheres, lets, replacement, ...]."""
+    return data[6][1]
+
+
+def _where(data: list, expr: list) -> None:
+    _rule(data)[4][0][1] = expr
+
+
+# Well-typed JSON that no parse makes: each crashed the engine when read from the cache (the
+# matcher indexing a root no equation produces, the evaluator an operator it has no table
+# entry for, the rewriter unpacking a replacement's first output...)
+_SEMANTIC = {
+    "a root no equation produces": lambda d: _rule(d).__setitem__(2, "nope"),
+    "a pattern node without ops": lambda d: _rule(d)[3][0].__setitem__(2, []),
+    "a pattern in two pieces": lambda d: _rule(d)[3][1][2][0][3][0].__setitem__(1, "elsewhere"),
+    "a replacement without outputs": lambda d: _rule(d)[6][0].__setitem__(1, []),
+    "a comparison the grammar lacks": lambda d: _where(d, ["Compare", ["<>"], [["Num", 1, _AT], ["Num", 2, _AT]], _AT]),
+    "a comparison missing an operand": lambda d: _where(d, ["Compare", ["<"], [["Num", 1, _AT]], _AT]),
+    "a boolean operator the grammar lacks": lambda d: _where(d, ["BoolOp", "xor", [["Num", 1, _AT]] * 2, _AT]),
+    "a slice outside an index": lambda d: _where(d, ["Slice", None, ["Num", 2, _AT], _AT]),
+    "an op call in a where": lambda d: _where(d, ["Call", "Relu", [["Name", "a", _AT]], None, _AT]),
+    "an unknown builtin": lambda d: d.__setitem__(5, ["rm_rf"]),
+    "a level no pipeline has": lambda d: d.__setitem__(2, 99),
+}
 
 
 def test_damaged_or_crafted_entries_are_ignored_and_the_pack_parsed(cache_dir, tmp_path):
@@ -214,6 +252,17 @@ def test_damaged_or_crafted_entries_are_ignored_and_the_pack_parsed(cache_dir, t
         assert pack_cache.counts["rejected"] == rejected + whole, what  # (read, then refused)
         assert encoded(pack) == encoded(good), what
         assert entry.read_bytes() == original, what  # and a good entry replaces it
+
+
+def test_every_pack_the_parser_makes_is_well_formed():
+    # what serial.decode holds a cache entry to (dsl/wellformed.py) is true of every parse
+    paths = [*bundled_pack_paths(), *sorted((ROOT / "docs" / "tutorial").glob("*.rules"))]
+    paths += sorted((ROOT / "tests" / "mutants").glob("*.rules"))
+    for path in paths:
+        forget_loaded()
+        pack = parse_module.parse_pack(read_text(path), str(path))
+        assert list(wellformed.problems(pack)) == [], path
+    assert len(paths) > 5
 
 
 def test_an_entry_that_is_not_a_plain_file_of_ours_is_ignored(cache_dir, tmp_path):

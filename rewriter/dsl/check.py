@@ -17,10 +17,7 @@ from ..expr.dtypes import DTYPES
 from ..expr.functions import CONSTANTS, FUNCTIONS
 from ..onnx_facts.schemas import OpInfo, known_domains, normalize_domain, onnx_op_names, op_signature
 from . import ast as A
-
-# The whole-graph passes a pack may name with ``builtin NAME``: part of the language, so
-# that checking a pack needs no graph code; ``passes.BUILTINS`` implements exactly these.
-BUILTIN_PASSES = ("constant_folding", "common_subexpression_elimination")
+from .wellformed import BUILTIN_PASSES  # (`builtin NAME`; ``passes.BUILTINS`` implements exactly these)
 
 
 @dataclass
