@@ -35,6 +35,40 @@ EXIT_USAGE = 2
 MAX_MESSAGE = 2000  # characters of an error line (names in it come from the input)
 
 
+class OutputLost(Exception):
+    """Standard output or error could not be written (a pipe whose reader left, ``> /dev/full``):
+    the run ends with one line and exit code 2, not as an internal error."""
+
+    def __init__(self, stream: str, error: OSError) -> None:
+        which = "standard output" if stream == "stdout" else "standard error"
+        super().__init__(f"cannot print: {which} failed ({error.strerror or error})")
+        self.stream = stream
+
+
+class _Stream:
+    """``sys.stdout`` or ``sys.stderr`` as it is when written to (tests swap them), whose
+    failed writes raise ``OutputLost``: rich would turn a closed pipe into a silent exit 1 of
+    its own and let a full device through as an ``OSError`` that looks like an engine bug."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def write(self, text: str) -> int:
+        try:
+            return getattr(sys, self.name).write(text)
+        except OSError as error:
+            raise OutputLost(self.name, error) from None
+
+    def flush(self) -> None:
+        try:
+            getattr(sys, self.name).flush()
+        except OSError as error:
+            raise OutputLost(self.name, error) from None
+
+    def __getattr__(self, attribute: str) -> object:  # isatty, fileno, encoding...
+        return getattr(getattr(sys, self.name), attribute)
+
+
 @cache
 def _console(stderr: bool = False) -> Console:
     """Rich console (made when first printed to); when output is not a terminal, wide
@@ -42,7 +76,20 @@ def _console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     probe = Console(stderr=stderr)
-    return Console(stderr=stderr, highlight=False, width=None if probe.is_terminal else 160)
+    stream = _Stream("stderr" if stderr else "stdout")
+    return Console(file=stream, highlight=False, width=None if probe.is_terminal else 160)  # type: ignore[arg-type]
+
+
+def _silence(stream: str) -> None:
+    """Point a failed standard stream at /dev/null, so that what it still buffers does not
+    fail again when Python flushes it on the way out (a second message, exit code 120)."""
+    try:
+        fd = getattr(sys, stream).fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # (no file descriptor: a test's stream)
+        pass
 
 
 def out() -> Console:
@@ -673,7 +720,11 @@ def _main() -> None:
             _fail("out of memory (see --max-memory)")
         except RecursionError:
             _fail("input nested too deeply to process")
+        except OutputLost as lost:
+            _silence(lost.stream)
+            _fail(lost)  # (nothing is said when it is stderr that failed; the exit code tells)
         except BrokenPipeError:
+            _silence("stdout")
             _fail("cannot print: the output stream was closed")
         except Exception as error:  # an engine bug: say so briefly; details on demand
             _say(f"internal error: {error.__class__.__name__}: {error}")
