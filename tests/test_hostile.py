@@ -115,6 +115,39 @@ def test_output_to_a_full_device_fails_cleanly_and_the_device_stays(work):
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
 
 
+def test_a_json_explanation_to_a_full_device_fails_cleanly(work):
+    # (it was an internal error: the write's OSError got past the command)
+    args = ("explain", "in.onnx", "--level", "basic", "--json", "/dev/full")
+    refused_untouched(work, *args, fragments=("/dev/full: cannot write: No space left",))
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("explain", "in.onnx", "--level", "basic"), ("optimize", "in.onnx", "-o", "out.onnx", *FAST)],
+    ids=["explain", "optimize"],
+)
+def test_a_standard_output_that_cannot_be_written_is_one_line_exit_2(work, args):
+    # a full device was an internal error (exit 1); a pipe whose reader left ended in rich's
+    # silent exit 1.  Both are one line now, and nothing else is written or left.
+    before = snapshot(work)
+    command = [sys.executable, "-m", "rewriter", *args]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(command, cwd=work, stdout=full, stderr=subprocess.PIPE, text=True, preexec_fn=_limit)
+    proc.stdout = ""  # (it went to the device)
+    assert_refused(proc, "cannot print: standard output failed (No space left on device)")
+    child = subprocess.Popen(
+        command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_limit
+    )
+    assert child.stdout is not None
+    child.stdout.close()  # the reader leaves before anything is printed
+    _, stderr = child.communicate(timeout=120)
+    assert_refused(subprocess.CompletedProcess(args, child.returncode, "", stderr), "standard output failed")
+    if args[0] == "optimize":  # (the model is written before the report that failed)
+        (work / "out.onnx").unlink()
+    assert snapshot(work) == before
+
+
 def test_output_to_a_fifo_nobody_reads_is_refused_not_a_hang(work):
     os.mkfifo(work / "pipe")
     refused_untouched(work, "optimize", "in.onnx", "-o", "pipe", *FAST, fragments=("FIFO",), timeout=60)
