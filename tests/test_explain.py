@@ -322,6 +322,23 @@ def test_subgraph_attempts_name_their_graph():
     assert [(a.graph, a.root) for a in attempts] == [("subgraph 'then_body'", "inner_identity")]
 
 
+GROW = "pack grow level 1\nrule Grow { y = Add(x, w) => y = Add(Neg(Neg(x)), w) }\n"
+
+
+def test_a_rule_that_never_settles_is_still_explained_with_where_the_run_stopped(tmp_path):
+    # the level ran away after it was looked at: that was one error line and no explanation,
+    # for exactly the rule one most wants explained
+    rules = rules_file(tmp_path, GROW)
+    lines = explain_cli(tmp_path, gelu(), "--rules", rules, "--rule", "Grow")
+    assert lines[1].startswith("! the run stopped: pack 'basic, grow' did not reach a fixpoint")
+    assert "Grow (200x)" in lines[1] and lines[1].endswith("levels after it are not explained")
+    assert lines[2] == "✓ Grow at 'add' (Add): applies (1 equation bound)"
+    later = rewriter.explain(gelu(), level="extended", rules=[rules], rule="GeluErf")
+    assert later.attempts == [] and "the run stopped" in later.notes[0].message
+    with pytest.raises(rewriter.FixpointError):  # (optimize itself still fails: it has no output to give)
+        rewriter.optimize(gelu(), rules=[rules], explain=["Grow"])
+
+
 # ------------------------------------------------------------------------------ errors
 def test_an_unknown_rule_is_one_line_and_exit_2(tmp_path):
     path = tmp_path / "model.onnx"
