@@ -77,7 +77,10 @@ def _console(stderr: bool = False) -> Console:
 
     probe = Console(stderr=stderr)
     stream = _Stream("stderr" if stderr else "stdout")
-    return Console(file=stream, highlight=False, width=None if probe.is_terminal else 160)  # type: ignore[arg-type]
+    # markup off: what is printed holds the user's text (paths, layer-assignment rules), and
+    # `[/x]` in a directory name was a MarkupError; styles are given as Text where wanted
+    width = None if probe.is_terminal else 160
+    return Console(file=stream, highlight=False, markup=False, width=width)  # type: ignore[arg-type]
 
 
 def _silence(stream: str) -> None:
@@ -468,7 +471,7 @@ def _print_report(report, model: Path, output: Path) -> None:
             table.add_row(count.rule, str(count.level), str(count.applied), str(count.refused))
     for name, removed in report.builtins.items():
         if removed:
-            table.add_row(f"\\[builtin] {name}", "", f"{removed} nodes", "")
+            table.add_row(f"[builtin] {name}", "", f"{removed} nodes", "")
     if table.row_count:
         out().print(table)
     else:
@@ -564,6 +567,7 @@ def verify(
     onnxruntime.  A failure is shrunk and saved; exit 1."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
+    from rich.text import Text
 
     from .verify import DEFAULT_EXAMPLES
     from .verify import verify as run_verify
@@ -628,7 +632,7 @@ def verify(
             f"{v.max_abs:.2g}",
             f"{v.max_rel:.2g}",
             f"{v.seconds:.1f}",
-            f"[{style}]{v.verdict}[/{style}]",
+            Text(v.verdict, style=style),
         )
     out().print(table)
     out().print(
@@ -665,6 +669,8 @@ def _artifact_files(directory: Path) -> str:
 def list_rules(level: str, no_cache: bool) -> None:
     """List the bundled rule packs and their rules."""
     _cache_off(no_cache)
+    from rich.text import Text
+
     from .pipeline import LEVEL_LABELS, bundled_packs, parse_level
 
     try:
@@ -673,7 +679,9 @@ def list_rules(level: str, no_cache: bool) -> None:
     except RewriterError as error:
         _fail(error)
     for pack in packs:
-        out().print(f"[bold]{pack.name}[/bold] (level {pack.level}, {LEVEL_LABELS[pack.level]})  {pack.file}")
+        out().print(
+            Text.assemble((pack.name, "bold"), f" (level {pack.level}, {LEVEL_LABELS[pack.level]})  {pack.file}")
+        )
         for builtin in pack.builtins:
             out().print(f"  builtin {builtin}")
         for rule in pack.rules:

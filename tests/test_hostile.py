@@ -23,7 +23,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from helpers import model, tensor
+from helpers import MODELS, model, tensor
 from onnx import TensorProto, helper, numpy_helper
 
 import rewriter
@@ -146,6 +146,19 @@ def test_a_standard_output_that_cannot_be_written_is_one_line_exit_2(work, args)
     if args[0] == "optimize":  # (the model is written before the report that failed)
         (work / "out.onnx").unlink()
     assert snapshot(work) == before
+
+
+def test_paths_and_settings_that_look_like_rich_markup_are_printed_as_they_are(work):
+    # `[/red]` in a directory name or a layer-assignment rule was a MarkupError (an internal
+    # error, exit 1) once the report printed it
+    folder = work / "[/red]"  # (a directory "red]" in a directory "[")
+    folder.mkdir(parents=True)
+    (folder / "in.onnx").write_bytes((MODELS / "convnet_bn.onnx").read_bytes())  # (a table is printed)
+    args = ("optimize", "[/red]/in.onnx", "-o", "[/red]/out.onnx", "--level", "extended")
+    proc = run_cli(*args, "--providers", "CUDA", "--layer-assignment", "gpu([/x])", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert "[/red]/in.onnx -> [/red]/out.onnx" in proc.stdout and "gpu([/x])" in proc.stdout
+    assert (folder / "out.onnx").is_file()
 
 
 def test_output_to_a_fifo_nobody_reads_is_refused_not_a_hang(work):
