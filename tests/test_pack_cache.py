@@ -9,10 +9,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import MODELS
 
@@ -20,7 +22,7 @@ import rewriter
 from rewriter.disk_cache import CACHE_DIR_VARIABLE, CACHE_SWITCH_VARIABLE, ENTRY_SUFFIX, DiskCache
 from rewriter.dsl import forget_loaded, load_pack, pack_cache, pack_level, serial, wellformed
 from rewriter.dsl import parse as parse_module
-from rewriter.errors import RuleError
+from rewriter.errors import RewriterError, RuleError
 from rewriter.expr.functions import FUNCTIONS, Function
 from rewriter.resources import bundled_pack_paths
 from rewriter.text_files import read_text
@@ -263,6 +265,122 @@ def test_every_pack_the_parser_makes_is_well_formed():
         pack = parse_module.parse_pack(read_text(path), str(path))
         assert list(wellformed.problems(pack)) == [], path
     assert len(paths) > 5
+
+
+_RICH_PACK = """pack fuzz level 1
+rule ReshapeTwice root b {
+    a = Reshape(x, s1) {allowzero: _}
+    b = Reshape(a, s2) {allowzero: z}
+  where const(s2) and (z ?? 0) == 0 and (len(shape(x)) >= 1 or not single_use(a))
+  where shape(x)[-1:] != [0] and list(value(s2))[0] in [1, 2, -1]
+  let t = list(value(s2))
+  =>
+    b = Reshape(x, array(t, int64)) {allowzero: 0}
+}
+rule DoubleNeg root b {
+    a = Neg(x)
+    b = Neg(a) | Abs(a)
+  where single_use(a) and rank(x) > 0
+  =>
+    b = Identity(x)
+}
+"""
+
+
+def _rich_model():
+    from helpers import init, model, tensor
+    from onnx import helper
+
+    nodes = [
+        helper.make_node("Reshape", ["x", "s1"], ["a"]),
+        helper.make_node("Reshape", ["a", "s2"], ["b"]),
+        helper.make_node("Neg", ["b"], ["n"]),
+        helper.make_node("Neg", ["n"], ["y"]),
+    ]
+    shapes = [init("s1", np.array([4, 2], np.int64)), init("s2", np.array([2, 4], np.int64))]
+    return model(nodes, [tensor("x", shape=[8])], [tensor("y", shape=[2, 4])], shapes)
+
+
+def _mutated(data: list, rng: random.Random) -> list:
+    """``data`` with one to three random edits: a string, number or flag changed, a list
+    emptied, shortened, lengthened or reordered."""
+    data = json.loads(json.dumps(data))
+    words = [
+        "",
+        "x",
+        "a",
+        "zz",
+        "-",
+        "not",
+        "**",
+        "??",
+        "==",
+        "in",
+        "and",
+        "Neg",
+        "Relu",
+        "single_use",
+        "shape",
+        "Name",
+    ]
+    for _ in range(rng.choice([1, 1, 2, 3])):
+        spots: list[tuple[list, int]] = []
+        stack = [data]
+        while stack:
+            node = stack.pop()
+            for i, child in enumerate(node):
+                spots.append((node, i))
+                if isinstance(child, list):
+                    stack.append(child)
+        parent, i = rng.choice(spots)
+        value = parent[i]
+        if isinstance(value, list):
+            edit = rng.randrange(4)
+            if edit == 0:
+                parent[i] = []
+            elif edit == 1 and value:
+                del value[rng.randrange(len(value))]
+            elif edit == 2 and value:
+                value.append(json.loads(json.dumps(rng.choice(value))))
+            elif len(value) > 1:
+                rng.shuffle(value)
+        elif isinstance(value, bool):
+            parent[i] = not value
+        elif isinstance(value, str):
+            parent[i] = rng.choice(words)
+        elif isinstance(value, int):
+            parent[i] = rng.choice([0, 1, -1, 2, 5, 10**9])
+        elif value is None:
+            parent[i] = rng.choice([0, "x", True])
+    return data
+
+
+def test_an_entry_edited_into_another_well_typed_pack_is_refused_or_harmless(tmp_path):
+    # what serial.decode accepts the engine must take without an exception of its own:
+    # hundreds of random edits of a pack's JSON, each refused (NotAPack: the pack is parsed)
+    # or run and explained with at most the library's own errors
+    path = tmp_path / "fuzz.rules"
+    path.write_text(_RICH_PACK)
+    good = parse_module.parse_pack(_RICH_PACK, str(path))
+    data, m = serial.encode(good), _rich_model()
+    assert [n.op_type for n in rewriter.optimize(m, rules=[good], bundled=False).model.graph.node] == [
+        "Reshape",
+        "Identity",
+    ]  # both applied
+    rng = random.Random(5)
+    accepted = 0
+    for _ in range(300):
+        try:
+            pack = serial.decode(_mutated(data, rng), str(path))
+        except serial.NotAPack:
+            continue
+        accepted += 1
+        try:
+            rewriter.optimize(m, rules=[pack], bundled=False)
+            rewriter.explain(m, rules=[pack], bundled=False)
+        except RewriterError:
+            pass
+    assert accepted > 30  # (the edits reach the engine, not only the reader)
 
 
 def test_an_entry_that_is_not_a_plain_file_of_ours_is_ignored(cache_dir, tmp_path):
