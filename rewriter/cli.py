@@ -35,6 +35,40 @@ EXIT_USAGE = 2
 MAX_MESSAGE = 2000  # characters of an error line (names in it come from the input)
 
 
+class OutputLost(Exception):
+    """Standard output or error could not be written (a pipe whose reader left, ``> /dev/full``):
+    the run ends with one line and exit code 2, not as an internal error."""
+
+    def __init__(self, stream: str, error: OSError) -> None:
+        which = "standard output" if stream == "stdout" else "standard error"
+        super().__init__(f"cannot print: {which} failed ({error.strerror or error})")
+        self.stream = stream
+
+
+class _Stream:
+    """``sys.stdout`` or ``sys.stderr`` as it is when written to (tests swap them), whose
+    failed writes raise ``OutputLost``: rich would turn a closed pipe into a silent exit 1 of
+    its own and let a full device through as an ``OSError`` that looks like an engine bug."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def write(self, text: str) -> int:
+        try:
+            return getattr(sys, self.name).write(text)
+        except OSError as error:
+            raise OutputLost(self.name, error) from None
+
+    def flush(self) -> None:
+        try:
+            getattr(sys, self.name).flush()
+        except OSError as error:
+            raise OutputLost(self.name, error) from None
+
+    def __getattr__(self, attribute: str) -> object:  # isatty, fileno, encoding...
+        return getattr(getattr(sys, self.name), attribute)
+
+
 @cache
 def _console(stderr: bool = False) -> Console:
     """Rich console (made when first printed to); when output is not a terminal, wide
@@ -42,7 +76,23 @@ def _console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     probe = Console(stderr=stderr)
-    return Console(stderr=stderr, highlight=False, width=None if probe.is_terminal else 160)
+    stream = _Stream("stderr" if stderr else "stdout")
+    # markup off: what is printed holds the user's text (paths, layer-assignment rules), and
+    # `[/x]` in a directory name was a MarkupError; styles are given as Text where wanted
+    width = None if probe.is_terminal else 160
+    return Console(file=stream, highlight=False, markup=False, width=width)  # type: ignore[arg-type]
+
+
+def _silence(stream: str) -> None:
+    """Point a failed standard stream at /dev/null, so that what it still buffers does not
+    fail again when Python flushes it on the way out (a second message, exit code 120)."""
+    try:
+        fd = getattr(sys, stream).fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # (no file descriptor: a test's stream)
+        pass
 
 
 def out() -> Console:
@@ -421,7 +471,7 @@ def _print_report(report, model: Path, output: Path) -> None:
             table.add_row(count.rule, str(count.level), str(count.applied), str(count.refused))
     for name, removed in report.builtins.items():
         if removed:
-            table.add_row(f"\\[builtin] {name}", "", f"{removed} nodes", "")
+            table.add_row(f"[builtin] {name}", "", f"{removed} nodes", "")
     if table.row_count:
         out().print(table)
     else:
@@ -517,6 +567,7 @@ def verify(
     onnxruntime.  A failure is shrunk and saved; exit 1."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
+    from rich.text import Text
 
     from .verify import DEFAULT_EXAMPLES
     from .verify import verify as run_verify
@@ -581,7 +632,7 @@ def verify(
             f"{v.max_abs:.2g}",
             f"{v.max_rel:.2g}",
             f"{v.seconds:.1f}",
-            f"[{style}]{v.verdict}[/{style}]",
+            Text(v.verdict, style=style),
         )
     out().print(table)
     out().print(
@@ -591,11 +642,7 @@ def verify(
     )
     for v in report.verdicts:
         if v.verdict == "FAIL":
-            where = (
-                f"\n  counterexample: {v.artifacts}/ (before.onnx, after.onnx, inputs.npz, report.txt)"
-                if v.artifacts
-                else ""
-            )
+            where = f"\n  counterexample: {v.artifacts}/ ({_artifact_files(v.artifacts)})" if v.artifacts else ""
             err().print(
                 f"FAIL {v.pack}.{v.rule}: {v.message} (max abs error {v.max_abs:.3g}, max rel "
                 f"error {v.max_rel:.3g}){where}",
@@ -608,12 +655,22 @@ def verify(
         sys.exit(1)
 
 
+def _artifact_files(directory: Path) -> str:
+    """The counterexample's files that exist: there is no ``after.onnx`` when the engine
+    refused the rewrite (a type or shape it would change), and naming one sends the reader
+    looking for it."""
+    names = ("before.onnx", "after.onnx", "inputs.npz", "report.txt")
+    return ", ".join(name for name in names if (Path(directory) / name).is_file())
+
+
 @cli.command(name="rules")
 @click.option("--level", default="all", show_default=True, help="Show packs up to this level.")
 @click.option("--no-cache", is_flag=True, help="Parse every pack; neither read nor write the pack cache.")
 def list_rules(level: str, no_cache: bool) -> None:
     """List the bundled rule packs and their rules."""
     _cache_off(no_cache)
+    from rich.text import Text
+
     from .pipeline import LEVEL_LABELS, bundled_packs, parse_level
 
     try:
@@ -622,7 +679,9 @@ def list_rules(level: str, no_cache: bool) -> None:
     except RewriterError as error:
         _fail(error)
     for pack in packs:
-        out().print(f"[bold]{pack.name}[/bold] (level {pack.level}, {LEVEL_LABELS[pack.level]})  {pack.file}")
+        out().print(
+            Text.assemble((pack.name, "bold"), f" (level {pack.level}, {LEVEL_LABELS[pack.level]})  {pack.file}")
+        )
         for builtin in pack.builtins:
             out().print(f"  builtin {builtin}")
         for rule in pack.rules:
@@ -669,7 +728,11 @@ def _main() -> None:
             _fail("out of memory (see --max-memory)")
         except RecursionError:
             _fail("input nested too deeply to process")
+        except OutputLost as lost:
+            _silence(lost.stream)
+            _fail(lost)  # (nothing is said when it is stderr that failed; the exit code tells)
         except BrokenPipeError:
+            _silence("stdout")
             _fail("cannot print: the output stream was closed")
         except Exception as error:  # an engine bug: say so briefly; details on demand
             _say(f"internal error: {error.__class__.__name__}: {error}")

@@ -13,16 +13,18 @@ the original with them, 0.67 without; MobileNetV3 1.01 -> 1.00; ViT 0.81 -> 0.76
 
 from __future__ import annotations
 
+import inspect
 import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from onnx import ModelProto
+from onnx import ModelProto, TensorProto
 
 from .dsl import Pack
-from .errors import RewriterError
+from .errors import ArgumentError, ModelError, RewriterError, expect
+from .graph.tensor_data import graph_tensors
 from .onnx_facts.providers import CPU, provider_list
 from .pipeline import optimize
 
@@ -50,6 +52,7 @@ def InferenceSession(  # (named like the onnxruntime class it returns)
     is passed to onnxruntime in memory (through a temporary file past protobuf's 2 GB)."""
     import onnxruntime as ort
 
+    _check_arguments(model, providers, session_options, optimize_options, ort.SessionOptions)
     order = provider_list(providers if providers is None or isinstance(providers, str) else list(providers))
     available = set(ort.get_available_providers())
     missing = [p for p in order if p not in available]
@@ -70,3 +73,33 @@ def InferenceSession(  # (named like the onnxruntime class it returns)
         path = Path(folder) / "model.onnx"
         onnx.save(optimized, str(path), save_as_external_data=True, location="model.onnx.data")
         return ort.InferenceSession(str(path), options, providers=order, disabled_optimizers=disabled)
+
+
+def _check_arguments(
+    model: object, providers: object, session_options: object, optimize_options: dict[str, Any], options_type: type
+) -> None:
+    """What would otherwise fail inside onnxruntime or half-way (an ``AttributeError`` on a
+    provider given with its options, the optimized model handed over before onnxruntime
+    found it cannot read it), said first as the library's own error."""
+    if providers is not None:
+        expect(providers, (str, list, tuple), "providers")
+        if isinstance(providers, (list, tuple)):
+            for item in providers:  # (onnxruntime's (name, options) pairs are not taken)
+                expect(item, str, "each of providers (a name: CUDA, CPUExecutionProvider...)")
+    if session_options is not None:
+        expect(session_options, options_type, "session_options")
+    passed_on = set(inspect.signature(optimize).parameters) - {"model_or_path", "level", "rules", "providers"}
+    for name in optimize_options:
+        if name not in passed_on:
+            raise ArgumentError(
+                f"InferenceSession() got an unexpected keyword argument '{name}' "
+                f"(besides its own it takes rewriter.optimize's: {', '.join(sorted(passed_on))})"
+            )
+    if isinstance(model, ModelProto):
+        for _, tensor in graph_tensors(model.graph):
+            if tensor.data_location == TensorProto.EXTERNAL:
+                raise ModelError(
+                    f"tensor '{tensor.name}' keeps its data in an external file, which a model given in "
+                    f"memory cannot reach: give the model's path, or load it with its data "
+                    f"(onnx.load(path, load_external_data=True))"
+                )

@@ -27,8 +27,8 @@ from pathlib import Path
 from onnx import ModelProto
 
 from .dsl import Pack, load_pack, pack_level
-from .errors import RewriterError, expect
-from .explanation import Explainer, Explanation
+from .errors import FixpointError, RewriterError, expect
+from .explanation import Explainer, Explanation, Note
 from .expr import syntax
 from .expr.budget import end_run, start_run
 from .graph.model import FunctionState, ModelState, op_histogram
@@ -309,19 +309,25 @@ def explain(
     levels = {r.name: p.level for p in packs for r in p.rules}
     top = max((levels[n] for n in rule_names), default=level_number)
     explainer = Explainer(rule_names or None, node_names or None)
-    result = _optimize_collecting(
-        model_or_path,
-        top,
-        packs,
-        False,
-        None,
-        providers,
-        layer_assignment,
-        annotation_boundaries,
-        provider_kernels,
-        keep_float16,
-        explainer,
-    )
+    try:
+        result = _optimize_collecting(
+            model_or_path,
+            top,
+            packs,
+            False,
+            None,
+            providers,
+            layer_assignment,
+            annotation_boundaries,
+            provider_kernels,
+            keep_float16,
+            explainer,
+        )
+    except FixpointError as error:
+        # a level that never settles is what one most wants explained: its rules were
+        # looked at as it began, before it ran away; keep that, and say where the run ended
+        explainer.notes.append(Note(f"the run stopped: {error}; levels after it are not explained"))
+        return explainer.explanation(top, [])
     used = result.report.partition.providers if result.report.partition is not None else []
     return explainer.explanation(top, used)
 

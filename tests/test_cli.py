@@ -182,6 +182,33 @@ def test_verify_reports_a_failure_with_exit_1_and_files(tmp_path):
     assert (tmp_path / "out" / "wrong" / "NegIsRelu" / "report.txt").is_file()
 
 
+def test_verify_names_only_the_counterexample_files_it_wrote(tmp_path, monkeypatch):
+    # a rewrite the engine refused (a shape it would change) leaves no after.onnx: the FAIL
+    # line must not send the reader looking for one
+    import importlib
+
+    from click.testing import CliRunner
+
+    from rewriter.cli import cli
+    from rewriter.verify.campaign import RuleVerdict, VerifyReport
+
+    folder = tmp_path / "out" / "mine" / "R"
+    folder.mkdir(parents=True)
+    for name in ("before.onnx", "inputs.npz", "report.txt"):
+        (folder / name).write_bytes(b"")
+    verdict = RuleVerdict("mine", "R", draws=1, applied=1, verdict="FAIL", message="it broke", artifacts=folder)
+    verify_api = importlib.import_module("rewriter.verify")  # (`rewriter.verify` is also the function)
+    monkeypatch.setattr(verify_api, "verify", lambda **_: VerifyReport([verdict], 1.0))
+    rules = tmp_path / "mine.rules"
+    rules.write_text("pack mine level 1\nrule R { y = Neg(x) => y = Relu(x) }\n")
+    result = CliRunner().invoke(cli, ["verify", str(rules), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1, result.output
+    assert f"counterexample: {folder}/ (before.onnx, inputs.npz, report.txt)" in result.stderr
+    (folder / "after.onnx").write_bytes(b"")
+    result = CliRunner().invoke(cli, ["verify", str(rules), "--out", str(tmp_path / "out")])
+    assert f"counterexample: {folder}/ (before.onnx, after.onnx, inputs.npz, report.txt)" in result.stderr
+
+
 def test_verify_passes_a_correct_rule_and_strict_flags_unverified(tmp_path):
     rules = tmp_path / "fine.rules"
     rules.write_text(

@@ -193,6 +193,31 @@ def test_an_attribute_a_where_clause_rejects_shows_its_value(tmp_path):
     assert "    saw: axis = 1" in lines
 
 
+def test_a_name_the_pattern_uses_twice_says_what_it_already_denotes(tmp_path):
+    # the pattern wants (x * s) * 0.5 where the model computes x * (s * 0.5): the second Mul
+    # reads the constant where the pattern's `x` (already 'x') should be
+    nodes = [
+        helper.make_node("Sigmoid", ["x"], ["s"], name="sigmoid"),
+        helper.make_node("Mul", ["s", "half"], ["h"], name="halve"),
+        helper.make_node("Mul", ["x", "h"], ["y"], name="gate"),
+    ]
+    m = model(nodes, [tensor("x", F, [2, 8])], [tensor("y", F, [2, 8])], [init("half", np.float32(0.5))])
+    rules = rules_file(
+        tmp_path,
+        "pack mine level 1\nrule HalfSwish root s {\n    s = Sigmoid(x)\n    y = Mul(Mul(x, s), 0.5)\n"
+        "  =>\n    y = Mul(x, Mul(s, 0.5))\n}\n",
+    )
+    lines = explain_cli(tmp_path, m, "--rules", rules, "--rule", "HalfSwish")
+    assert lines[1] == (
+        "✗ HalfSwish at 'sigmoid' (Sigmoid): input 1 of 'halve' (Mul) is 'half', "
+        "but the pattern's `x` is already 'x' (`$1 = Mul(x, s)`)"
+    )
+    assert lines[2].startswith("    hint: a name used twice in a pattern denotes one value")
+    assert "    saw: 'x' (a graph input, float[2, 8])" in lines
+    (attempt,) = rewriter.explain(m, rules=[rules], rule="HalfSwish").attempts
+    assert (attempt.cause.kind, attempt.cause.node) == ("input", "halve")
+
+
 # ---------------------------------------------------------------- what an explanation is
 def test_a_rule_that_applies_is_reported_as_applying(tmp_path):
     lines = explain_cli(tmp_path, gelu(), "--rule", "GeluErf")
@@ -301,6 +326,23 @@ def test_subgraph_attempts_name_their_graph():
     )
     attempts = rewriter.explain(m, rule="IdentityElimination").attempts
     assert [(a.graph, a.root) for a in attempts] == [("subgraph 'then_body'", "inner_identity")]
+
+
+GROW = "pack grow level 1\nrule Grow { y = Add(x, w) => y = Add(Neg(Neg(x)), w) }\n"
+
+
+def test_a_rule_that_never_settles_is_still_explained_with_where_the_run_stopped(tmp_path):
+    # the level ran away after it was looked at: that was one error line and no explanation,
+    # for exactly the rule one most wants explained
+    rules = rules_file(tmp_path, GROW)
+    lines = explain_cli(tmp_path, gelu(), "--rules", rules, "--rule", "Grow")
+    assert lines[1].startswith("! the run stopped: pack 'basic, grow' did not reach a fixpoint")
+    assert "Grow (200x)" in lines[1] and lines[1].endswith("levels after it are not explained")
+    assert lines[2] == "✓ Grow at 'add' (Add): applies (1 equation bound)"
+    later = rewriter.explain(gelu(), level="extended", rules=[rules], rule="GeluErf")
+    assert later.attempts == [] and "the run stopped" in later.notes[0].message
+    with pytest.raises(rewriter.FixpointError):  # (optimize itself still fails: it has no output to give)
+        rewriter.optimize(gelu(), rules=[rules], explain=["Grow"])
 
 
 # ------------------------------------------------------------------------------ errors

@@ -23,7 +23,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from helpers import model, tensor
+from helpers import MODELS, model, tensor
 from onnx import TensorProto, helper, numpy_helper
 
 import rewriter
@@ -113,6 +113,52 @@ def test_output_to_a_character_device_is_written_in_place_never_replaced(work):
 def test_output_to_a_full_device_fails_cleanly_and_the_device_stays(work):
     refused_untouched(work, "optimize", "in.onnx", "-o", "/dev/full", "-q", *FAST, fragments=("No space left",))
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_a_json_explanation_to_a_full_device_fails_cleanly(work):
+    # (it was an internal error: the write's OSError got past the command)
+    args = ("explain", "in.onnx", "--level", "basic", "--json", "/dev/full")
+    refused_untouched(work, *args, fragments=("/dev/full: cannot write: No space left",))
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("explain", "in.onnx", "--level", "basic"), ("optimize", "in.onnx", "-o", "out.onnx", *FAST)],
+    ids=["explain", "optimize"],
+)
+def test_a_standard_output_that_cannot_be_written_is_one_line_exit_2(work, args):
+    # a full device was an internal error (exit 1); a pipe whose reader left ended in rich's
+    # silent exit 1.  Both are one line now, and nothing else is written or left.
+    before = snapshot(work)
+    command = [sys.executable, "-m", "rewriter", *args]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(command, cwd=work, stdout=full, stderr=subprocess.PIPE, text=True, preexec_fn=_limit)
+    proc.stdout = ""  # (it went to the device)
+    assert_refused(proc, "cannot print: standard output failed (No space left on device)")
+    child = subprocess.Popen(
+        command, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_limit
+    )
+    assert child.stdout is not None
+    child.stdout.close()  # the reader leaves before anything is printed
+    _, stderr = child.communicate(timeout=120)
+    assert_refused(subprocess.CompletedProcess(args, child.returncode, "", stderr), "standard output failed")
+    if args[0] == "optimize":  # (the model is written before the report that failed)
+        (work / "out.onnx").unlink()
+    assert snapshot(work) == before
+
+
+def test_paths_and_settings_that_look_like_rich_markup_are_printed_as_they_are(work):
+    # `[/red]` in a directory name or a layer-assignment rule was a MarkupError (an internal
+    # error, exit 1) once the report printed it
+    folder = work / "[/red]"  # (a directory "red]" in a directory "[")
+    folder.mkdir(parents=True)
+    (folder / "in.onnx").write_bytes((MODELS / "convnet_bn.onnx").read_bytes())  # (a table is printed)
+    args = ("optimize", "[/red]/in.onnx", "-o", "[/red]/out.onnx", "--level", "extended")
+    proc = run_cli(*args, "--providers", "CUDA", "--layer-assignment", "gpu([/x])", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert "[/red]/in.onnx -> [/red]/out.onnx" in proc.stdout and "gpu([/x])" in proc.stdout
+    assert (folder / "out.onnx").is_file()
 
 
 def test_output_to_a_fifo_nobody_reads_is_refused_not_a_hang(work):

@@ -9,18 +9,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import MODELS
 
 import rewriter
 from rewriter.disk_cache import CACHE_DIR_VARIABLE, CACHE_SWITCH_VARIABLE, ENTRY_SUFFIX, DiskCache
-from rewriter.dsl import forget_loaded, load_pack, pack_cache, pack_level, serial
+from rewriter.dsl import forget_loaded, load_pack, pack_cache, pack_level, serial, wellformed
 from rewriter.dsl import parse as parse_module
-from rewriter.errors import RuleError
+from rewriter.errors import RewriterError, RuleError
 from rewriter.expr.functions import FUNCTIONS, Function
 from rewriter.resources import bundled_pack_paths
 from rewriter.text_files import read_text
@@ -189,8 +191,46 @@ def _corruptions(entry: bytes, key: str, put):
         "the pack of another file": json.dumps([*data[:7], "elsewhere.rules", *data[8:]]).encode(),
         "a number too big for JSON": json.dumps(data).encode().replace(b'"mine"', b"1" * 5000, 1),
     }
+    crafted |= {what: json.dumps(_reshaped(data, change)).encode() for what, change in _SEMANTIC.items()}
     for what, bad in crafted.items():
         yield what, put(bad), True
+
+
+def _reshaped(data: list, change) -> list:
+    """A copy of a pack's JSON (``SMALL_PACK``'s) with ``change`` applied to it."""
+    copy = json.loads(json.dumps(data))
+    change(copy)
+    return copy
+
+
+_AT = [1, 1]  # a position
+
+
+def _rule(data: list) -> list:
+    """SMALL_PACK's second rule, DoubleNeg: [Rule, name, root, equations, wheres, lets, replacement, ...]."""
+    return data[6][1]
+
+
+def _where(data: list, expr: list) -> None:
+    _rule(data)[4][0][1] = expr
+
+
+# Well-typed JSON that no parse makes: each crashed the engine when read from the cache (the
+# matcher indexing a root no equation produces, the evaluator an operator it has no table
+# entry for, the rewriter unpacking a replacement's first output...)
+_SEMANTIC = {
+    "a root no equation produces": lambda d: _rule(d).__setitem__(2, "nope"),
+    "a pattern node without ops": lambda d: _rule(d)[3][0].__setitem__(2, []),
+    "a pattern in two pieces": lambda d: _rule(d)[3][1][2][0][3][0].__setitem__(1, "elsewhere"),
+    "a replacement without outputs": lambda d: _rule(d)[6][0].__setitem__(1, []),
+    "a comparison the grammar lacks": lambda d: _where(d, ["Compare", ["<>"], [["Num", 1, _AT], ["Num", 2, _AT]], _AT]),
+    "a comparison missing an operand": lambda d: _where(d, ["Compare", ["<"], [["Num", 1, _AT]], _AT]),
+    "a boolean operator the grammar lacks": lambda d: _where(d, ["BoolOp", "xor", [["Num", 1, _AT]] * 2, _AT]),
+    "a slice outside an index": lambda d: _where(d, ["Slice", None, ["Num", 2, _AT], _AT]),
+    "an op call in a where": lambda d: _where(d, ["Call", "Relu", [["Name", "a", _AT]], None, _AT]),
+    "an unknown builtin": lambda d: d.__setitem__(5, ["rm_rf"]),
+    "a level no pipeline has": lambda d: d.__setitem__(2, 99),
+}
 
 
 def test_damaged_or_crafted_entries_are_ignored_and_the_pack_parsed(cache_dir, tmp_path):
@@ -214,6 +254,133 @@ def test_damaged_or_crafted_entries_are_ignored_and_the_pack_parsed(cache_dir, t
         assert pack_cache.counts["rejected"] == rejected + whole, what  # (read, then refused)
         assert encoded(pack) == encoded(good), what
         assert entry.read_bytes() == original, what  # and a good entry replaces it
+
+
+def test_every_pack_the_parser_makes_is_well_formed():
+    # what serial.decode holds a cache entry to (dsl/wellformed.py) is true of every parse
+    paths = [*bundled_pack_paths(), *sorted((ROOT / "docs" / "tutorial").glob("*.rules"))]
+    paths += sorted((ROOT / "tests" / "mutants").glob("*.rules"))
+    for path in paths:
+        forget_loaded()
+        pack = parse_module.parse_pack(read_text(path), str(path))
+        assert list(wellformed.problems(pack)) == [], path
+    assert len(paths) > 5
+
+
+_RICH_PACK = """pack fuzz level 1
+rule ReshapeTwice root b {
+    a = Reshape(x, s1) {allowzero: _}
+    b = Reshape(a, s2) {allowzero: z}
+  where const(s2) and (z ?? 0) == 0 and (len(shape(x)) >= 1 or not single_use(a))
+  where shape(x)[-1:] != [0] and list(value(s2))[0] in [1, 2, -1]
+  let t = list(value(s2))
+  =>
+    b = Reshape(x, array(t, int64)) {allowzero: 0}
+}
+rule DoubleNeg root b {
+    a = Neg(x)
+    b = Neg(a) | Abs(a)
+  where single_use(a) and rank(x) > 0
+  =>
+    b = Identity(x)
+}
+"""
+
+
+def _rich_model():
+    from helpers import init, model, tensor
+    from onnx import helper
+
+    nodes = [
+        helper.make_node("Reshape", ["x", "s1"], ["a"]),
+        helper.make_node("Reshape", ["a", "s2"], ["b"]),
+        helper.make_node("Neg", ["b"], ["n"]),
+        helper.make_node("Neg", ["n"], ["y"]),
+    ]
+    shapes = [init("s1", np.array([4, 2], np.int64)), init("s2", np.array([2, 4], np.int64))]
+    return model(nodes, [tensor("x", shape=[8])], [tensor("y", shape=[2, 4])], shapes)
+
+
+def _mutated(data: list, rng: random.Random) -> list:
+    """``data`` with one to three random edits: a string, number or flag changed, a list
+    emptied, shortened, lengthened or reordered."""
+    data = json.loads(json.dumps(data))
+    words = [
+        "",
+        "x",
+        "a",
+        "zz",
+        "-",
+        "not",
+        "**",
+        "??",
+        "==",
+        "in",
+        "and",
+        "Neg",
+        "Relu",
+        "single_use",
+        "shape",
+        "Name",
+    ]
+    for _ in range(rng.choice([1, 1, 2, 3])):
+        spots: list[tuple[list, int]] = []
+        stack = [data]
+        while stack:
+            node = stack.pop()
+            for i, child in enumerate(node):
+                spots.append((node, i))
+                if isinstance(child, list):
+                    stack.append(child)
+        parent, i = rng.choice(spots)
+        value = parent[i]
+        if isinstance(value, list):
+            edit = rng.randrange(4)
+            if edit == 0:
+                parent[i] = []
+            elif edit == 1 and value:
+                del value[rng.randrange(len(value))]
+            elif edit == 2 and value:
+                value.append(json.loads(json.dumps(rng.choice(value))))
+            elif len(value) > 1:
+                rng.shuffle(value)
+        elif isinstance(value, bool):
+            parent[i] = not value
+        elif isinstance(value, str):
+            parent[i] = rng.choice(words)
+        elif isinstance(value, int):
+            parent[i] = rng.choice([0, 1, -1, 2, 5, 10**9])
+        elif value is None:
+            parent[i] = rng.choice([0, "x", True])
+    return data
+
+
+def test_an_entry_edited_into_another_well_typed_pack_is_refused_or_harmless(tmp_path):
+    # what serial.decode accepts the engine must take without an exception of its own:
+    # hundreds of random edits of a pack's JSON, each refused (NotAPack: the pack is parsed)
+    # or run and explained with at most the library's own errors
+    path = tmp_path / "fuzz.rules"
+    path.write_text(_RICH_PACK)
+    good = parse_module.parse_pack(_RICH_PACK, str(path))
+    data, m = serial.encode(good), _rich_model()
+    assert [n.op_type for n in rewriter.optimize(m, rules=[good], bundled=False).model.graph.node] == [
+        "Reshape",
+        "Identity",
+    ]  # both applied
+    rng = random.Random(5)
+    accepted = 0
+    for _ in range(300):
+        try:
+            pack = serial.decode(_mutated(data, rng), str(path))
+        except serial.NotAPack:
+            continue
+        accepted += 1
+        try:
+            rewriter.optimize(m, rules=[pack], bundled=False)
+            rewriter.explain(m, rules=[pack], bundled=False)
+        except RewriterError:
+            pass
+    assert accepted > 30  # (the edits reach the engine, not only the reader)
 
 
 def test_an_entry_that_is_not_a_plain_file_of_ours_is_ignored(cache_dir, tmp_path):

@@ -20,6 +20,7 @@ from ..onnx_facts.schemas import OpInfo, known_domains, normalize_domain, onnx_o
 from . import ast as A
 from .static_values import Static, matmul_problem, static_of
 from .unparse import show
+from .wellformed import BUILTIN_PASSES  # (`builtin NAME`; ``passes.BUILTINS`` implements exactly these)
 
 # how an error names an attribute's type
 _ATTRIBUTE_KINDS = {
@@ -31,10 +32,6 @@ _ATTRIBUTE_KINDS = {
     AttributeProto.TENSOR: "a tensor",
     AttributeProto.GRAPH: "a graph",
 }
-
-# The whole-graph passes a pack may name with ``builtin NAME``: part of the language, so
-# that checking a pack needs no graph code; ``passes.BUILTINS`` implements exactly these.
-BUILTIN_PASSES = ("constant_folding", "common_subexpression_elimination")
 
 
 @dataclass

@@ -10,6 +10,9 @@ it back can only build the rule language's own immutable objects:
 * the reader is derived from the classes' type annotations: a class the language does not
   have (or not at that place), a field of the wrong type or a list of the wrong length is
   refused with ``NotAPack``, so a damaged or crafted entry is rejected, never half-used;
+* what the grammar and the checker guarantee of every parsed pack and the engine relies on
+  (a root among the pattern's outputs, operators of the grammar: ``wellformed.py``) is
+  checked too, so a document damaged or written into another well-typed pack is refused;
 * ``encode`` refuses what would not come back equal (a list where a tuple belongs, an
   object of another class), and ``pack_cache`` checks ``decode(encode(pack)) == pack``
   before it stores anything.
@@ -26,6 +29,7 @@ from typing import Any, Union
 
 from ..errors import Position
 from . import ast as A
+from . import wellformed
 
 Decoder = Callable[[Any], Any]
 
@@ -195,4 +199,6 @@ def decode(data: object, file: str) -> A.Pack:
         _fail("nested too deeply")
     if pack.file != file:
         _fail(f"an entry for {pack.file!r}, not {file!r}")
+    for problem in wellformed.problems(pack):  # (what the parser guarantees, the engine relies on)
+        _fail(problem)
     return pack

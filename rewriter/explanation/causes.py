@@ -24,6 +24,8 @@ _HINTS = {
     "placement": "fusions after partitioning take nodes of one provider the rule lists "
     "(see --providers, --layer-assignment and the rule's `providers`)",
     "kernel": "the replacement has no kernel on that provider for these types (a provider's .kernels file lists them)",
+    "same name": "a name used twice in a pattern denotes one value; the model may order or group the "
+    "expression differently (`x * (r * k)` is not `(x * r) * k`): write the pattern as the model computes it",
     "opset": "the replacement's op is not defined as built at the model's opset: guard the rule with "
     "`where opset() >= N`, or convert the model to a newer opset",
 }
@@ -121,6 +123,12 @@ def _input_cause(view: GraphView, failure: Failure, node: NodeId, pattern: str) 
         message = f"{where} is '{value}', {value_source(view, value)}, not the constant {literal}"
         hint = _HINTS["constant input"] if _should_be_constant(view, value) else ""
         return Cause("input", message, node_name(view, node), (describe_value(view, value),), hint)
+    bound = failure.bindings.get(failure.name) if failure.name else None
+    if isinstance(bound, str) and bound:
+        # a name the pattern uses twice: say what it already denotes, not only that it differs
+        message = f"{where} is '{value}', but the pattern's `{failure.name}` is already '{bound}' ({pattern})"
+        details = (describe_value(view, value), describe_value(view, bound))
+        return Cause("input", message, node_name(view, node), details, _HINTS["same name"])
     message = f"{where} is '{value}': {failure.reason} ({pattern})"
     return Cause("input", message, node_name(view, node), (describe_value(view, value),))
 

@@ -89,6 +89,7 @@ class Failure:
     value: str | None = None  # the graph value that differed (an input, a value with no producer)
     check: A.Expr | None = None  # the where or let that failed
     root_check: RootCheck | None = None  # the neighbour the root lacks (kind "root")
+    name: str | None = None  # the pattern name already bound to another value (kind "input")
 
 
 class _State:
@@ -506,6 +507,7 @@ class Matcher:
         value: str | None = None,
         check: A.Expr | None = None,
         root_check: RootCheck | None = None,
+        name: str | None = None,
     ) -> None:
         """Record why an attempt failed (callers format the reason only when recording):
         the deepest step, and within it the furthest stage (a where that did not hold says
@@ -517,7 +519,7 @@ class Matcher:
             bindings = {} if state is None else dict(state.values) | dict(state.scalars)
             nodes = {} if state is None else dict(state.nodes)
             self.last_failure = Failure(
-                depth, reason, bindings, stage, kind, nodes, self._looking_at, value, check, root_check
+                depth, reason, bindings, stage, kind, nodes, self._looking_at, value, check, root_check, name
             )
 
     def _search(
@@ -699,7 +701,7 @@ class Matcher:
                 if not state.unify_value(arg.name, value):
                     if self.record_failures:
                         reason = f"'{arg.name}' is bound to another value"
-                        self._fail(depth, reason, state, INPUTS, "input", value=value)
+                        self._fail(depth, reason, state, INPUTS, "input", value=value, name=arg.name)
                     return False
             elif arg.kind is ANY:
                 if value is None:
