@@ -260,11 +260,16 @@ def test_every_pack_the_parser_makes_is_well_formed():
     # what serial.decode holds a cache entry to (dsl/wellformed.py) is true of every parse
     paths = [*bundled_pack_paths(), *sorted((ROOT / "docs" / "tutorial").glob("*.rules"))]
     paths += sorted((ROOT / "tests" / "mutants").glob("*.rules"))
+    paths += sorted((ROOT / "tests" / "fixtures").glob("*.rules"))  # (matrix products among them)
     for path in paths:
         forget_loaded()
         pack = parse_module.parse_pack(read_text(path), str(path))
         assert list(wellformed.problems(pack)) == [], path
     assert len(paths) > 5
+    approximate = parse_module.parse_pack(
+        "pack a level 1\nrule L root y {\n    y = LeakyRelu(x) {alpha: ~0.01}\n  =>\n    y = Relu(x)\n}\n", "a.rules"
+    )
+    assert list(wellformed.problems(approximate)) == []
 
 
 _RICH_PACK = """pack fuzz level 1
