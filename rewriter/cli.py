@@ -574,23 +574,46 @@ def verify(
 
 @cli.command(name="rules")
 @click.option("--level", default="all", show_default=True, help="Show packs up to this level.")
+@click.option("--rule", "rule_names", multiple=True, help="Only the rule of this name (repeatable).")
+@click.option("--rules", "rule_files", multiple=True, type=click.Path(path_type=Path), help="Also these .rules packs.")
+@click.option("--no-bundled", is_flag=True, help="Only the --rules packs.")
+@click.option("--json", "json_file", type=click.Path(path_type=Path), default=None, help="Also write the list as JSON.")
 @click.option("--no-cache", is_flag=True, help="Parse every pack; neither read nor write the pack cache.")
-def list_rules(level: str, no_cache: bool) -> None:
-    """List the bundled rule packs and their rules."""
+def list_rules(
+    level: str,
+    rule_names: tuple[str, ...],
+    rule_files: tuple[Path, ...],
+    no_bundled: bool,
+    json_file: Path | None,
+    no_cache: bool,
+) -> None:
+    """List the rule packs and each rule with its level and the comment written above it."""
     _cache_off(no_cache)
+    from .dsl import load_pack
+    from .graph.json_file import check_json_output, write_json
+    from .graph.output_file import file_status
     from .pipeline import LEVEL_LABELS, bundled_packs, parse_level
+    from .resources import bundled_pack_paths
+    from .terminal.rule_list import print_rule_list, rules_json
 
+    inputs = file_status([*rule_files, *([] if no_bundled else bundled_pack_paths())])
+    only = set(rule_names) or None
     try:
+        if json_file is not None:
+            check_json_output(json_file, inputs)
         limit = parse_level(level)
-        packs = [p for p in bundled_packs() if p.level <= limit]
+        packs = [] if no_bundled else bundled_packs()
+        packs += [load_pack(path) for path in rule_files]
+        packs = [p for p in packs if p.level <= limit]
+        known = {r.name for p in packs for r in p.rules}
+        for name in rule_names:
+            if name not in known:
+                raise RewriterError(f"no rule '{name}' in the packs up to level {limit}")
+        if json_file is not None:
+            write_json(rules_json(packs, only), json_file, inputs)
     except RewriterError as error:
         _fail(error)
-    for pack in packs:
-        out().print(f"[bold]{pack.name}[/bold] (level {pack.level}, {LEVEL_LABELS[pack.level]})  {pack.file}")
-        for builtin in pack.builtins:
-            out().print(f"  builtin {builtin}")
-        for rule in pack.rules:
-            out().print(f"  {rule.name}")
+    print_rule_list(out(), packs, LEVEL_LABELS, only)
 
 
 def main() -> None:

@@ -105,7 +105,7 @@ def cache_key(text: str, file: str) -> str:
     """Everything a checked pack of ``text`` read from ``file`` depends on, as one string."""
     return json.dumps(
         {
-            "format": "pack-1",
+            "format": "pack-2",  # 2: rules keep their doc comment (Rule.doc)
             "rewriter": __version__,
             "code": _code_fingerprint(),
             "libraries": _library_versions(),
