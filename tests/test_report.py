@@ -137,7 +137,7 @@ def test_the_bar_shows_the_phase_and_the_worklist_at_a_terminal():
         assert bar.enabled
         bar(Progress("level 2 (extended)", 512, 100, "GeluErf"))
     shown = stream.getvalue()
-    assert "level 2 (extended)" in shown and "last applied: GeluErf" in shown and "512/612 nodes" in shown
+    assert "level 2 (extended)" in shown and "(last: GeluErf)" in shown and "512/612 nodes" in shown
 
 
 @pytest.mark.parametrize("terminal, enabled", [(False, True), (True, False)])

@@ -98,7 +98,7 @@ class RunProgress:
             count = f"{report.done}/{total} nodes"
         else:
             total, count = None, ""
-        last = f"  (last applied: {report.rule})" if report.rule else ""
+        last = f"  (last: {report.rule})" if report.rule else ""
         self._bar.update(
             self._task,
             description=f"{report.phase}{last}",
