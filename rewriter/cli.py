@@ -1,9 +1,9 @@
 """The ``rewriter`` command line.  Errors are rendered here, once: one line, exit code 2.
 
-rewriter optimize IN.onnx -o OUT.onnx --level basic [--rules FILE ...] [--explain RULE ...]
+rewriter optimize IN.onnx -o OUT.onnx --level basic [--rules FILE ...] [--explain RULE ...] [--json FILE]
 rewriter explain MODEL [--rule NAME ...] [--node NODE ...] [--json FILE]
 rewriter check FILE.rules ...
-rewriter rules [--level LEVEL]
+rewriter rules [--level LEVEL] [--rule NAME ...] [--rules FILE ...] [--json FILE]
 """
 
 from __future__ import annotations
