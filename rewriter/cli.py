@@ -1,9 +1,9 @@
 """The ``rewriter`` command line.  Errors are rendered here, once: one line, exit code 2.
 
-rewriter optimize IN.onnx -o OUT.onnx --level basic [--rules FILE ...] [--explain RULE ...]
+rewriter optimize IN.onnx -o OUT.onnx --level basic [--rules FILE ...] [--explain RULE ...] [--json FILE]
 rewriter explain MODEL [--rule NAME ...] [--node NODE ...] [--json FILE]
 rewriter check FILE.rules ...
-rewriter rules [--level LEVEL]
+rewriter rules [--level LEVEL] [--rule NAME ...] [--rules FILE ...] [--json FILE]
 """
 
 from __future__ import annotations
@@ -225,7 +225,15 @@ def cli() -> None:
     help="Explain this rule (repeatable): why it did or did not apply at each candidate root, "
     "on the graph as its level began (printed even with -q).",
 )
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option(
+    "--json",
+    "json_file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Also write the report as JSON: rules, built-ins, op changes, times, placement, and each "
+    "created node with the nodes it replaced (written atomically; never an input or the -o output).",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors (and no progress bar).")
 @click.option("--no-cache", is_flag=True, help="Parse every pack; neither read nor write the pack cache.")
 def optimize(
     model: Path,
@@ -244,65 +252,84 @@ def optimize(
     max_memory: str,
     keep_float16: bool,
     explain_rules: tuple[str, ...],
+    json_file: Path | None,
     quiet: bool,
     no_cache: bool,
 ) -> None:
     """Optimize MODEL with the rule packs up to --level and write it to -o."""
     _cache_off(no_cache)
-    from .graph.model_io import check_output, read_model, save_model
+    from .graph.json_file import check_json_output, write_json
+    from .graph.model_io import check_output, read_model, save_model, written_files
     from .graph.output_file import file_status
     from .pipeline import optimize as run_optimize
+    from .terminal.progress import RunProgress
+    from .terminal.tables import print_op_changes, print_partition, print_rules, print_totals
     from .text_files import text_size
 
     ceiling = _ceiling(max_memory)
     inputs = file_status([model, *rule_files, *provider_kernels])  # never written over
-    try:  # an output that would be refused is refused before any work
-        check_output(output, external_data, external_data_file, inputs)
-        ceiling.allow(rules_bytes=sum(text_size(f) for f in (*rule_files, *provider_kernels)))
-        try:
-            loaded = read_model(model, reserve=lambda nbytes: ceiling.allow(input_bytes=nbytes))
-        except ModelError as error:
-            raise error if str(error).startswith(str(model)) else ModelError(f"{model}: {error}") from None
-        ceiling.allow(nodes=len(loaded.model.graph.node))
-        protected = loaded.protected() + inputs
-        check_output(output, external_data, external_data_file, protected)
-        try:
-            result = run_optimize(
-                loaded.model,
-                level=level,
-                rules=list(rule_files),
-                bundled=not no_bundled,
-                max_rewrites=max_rewrites,
-                providers=providers,
-                layer_assignment=layer_assignment,
-                annotation_boundaries=annotation_boundaries,
-                provider_kernels=list(provider_kernels),
-                keep_float16=keep_float16,
-                explain=list(explain_rules),
+    bar = RunProgress(err(), enabled=not quiet)
+    try:
+        with bar:  # (closed before any error is said)
+            # outputs that would be refused are refused before any work
+            target = check_output(output, external_data, external_data_file, inputs)
+            outputs = written_files(target, external_data, external_data_file)
+            if json_file is not None:
+                check_json_output(json_file, inputs, outputs)
+            ceiling.allow(rules_bytes=sum(text_size(f) for f in (*rule_files, *provider_kernels)))
+            bar.phase("reading the model")
+            try:
+                loaded = read_model(model, reserve=lambda nbytes: ceiling.allow(input_bytes=nbytes))
+            except ModelError as error:
+                raise error if str(error).startswith(str(model)) else ModelError(f"{model}: {error}") from None
+            ceiling.allow(nodes=len(loaded.model.graph.node))
+            protected = loaded.protected() + inputs
+            check_output(output, external_data, external_data_file, protected)
+            try:
+                result = run_optimize(
+                    loaded.model,
+                    level=level,
+                    rules=list(rule_files),
+                    bundled=not no_bundled,
+                    max_rewrites=max_rewrites,
+                    providers=providers,
+                    layer_assignment=layer_assignment,
+                    annotation_boundaries=annotation_boundaries,
+                    provider_kernels=list(provider_kernels),
+                    keep_float16=keep_float16,
+                    explain=list(explain_rules),
+                    progress=bar if bar.enabled else None,
+                )
+            except ModelError as error:
+                raise ModelError(f"{model}: {error}") from None
+            if json_file is not None:
+                check_json_output(json_file, protected, outputs)
+            bar.phase("writing the model")
+            start = time.perf_counter()
+            save_model(
+                result,
+                output,
+                external_data=external_data,
+                location=external_data_file,
+                size_threshold=external_data_threshold,
+                source_used_external=loaded.had_external,
+                protect=protected,
             )
-        except ModelError as error:
-            raise ModelError(f"{model}: {error}") from None
-        start = time.perf_counter()
-        save_model(
-            result,
-            output,
-            external_data=external_data,
-            location=external_data_file,
-            size_threshold=external_data_threshold,
-            source_used_external=loaded.had_external,
-            protect=protected,
-        )
-        result.report.seconds["write"] = time.perf_counter() - start
+            result.report.seconds["write"] = time.perf_counter() - start
+            if json_file is not None:
+                written = [] if target.in_place else file_status(outputs)
+                write_json(result.report.to_json(), json_file, protected + written, outputs)
     except RewriterError as error:
         _fail(error)
     except MemoryError:
         _fail(f"out of memory: the run needed more than {ceiling.describe()} (raise it with --max-memory)")
     if not quiet:
-        _print_report(result.report, model, output)
+        print_rules(out(), result.report, f"{model} -> {output}")
+        print_op_changes(out(), result.report)
+        print_totals(out(), result.report)
         for warning in result.report.warnings:
             err().print(f"warning: {warning}", markup=False, soft_wrap=True)
-        if result.report.partition is not None:
-            _print_partition(result.report)
+        print_partition(out(), err(), result.report)
     if result.report.explanation is not None:
         _print_explanation(result.report.explanation, limit=0)
 
@@ -353,7 +380,7 @@ def explain(
 ) -> None:
     """Why rules do or do not apply to MODEL: for each rule and candidate root, the deepest
     partial match and the first thing that failed, closest first."""
-    from .explanation.files import check_json_output, write_json
+    from .graph.json_file import check_json_output, write_json
     from .graph.model_io import read_model
     from .graph.output_file import file_status
     from .pipeline import explain as run_explain
@@ -387,7 +414,7 @@ def explain(
         except ModelError as error:
             raise ModelError(f"{model}: {error}") from None
         if json_file is not None:
-            write_json(explanation, json_file, loaded.protected() + inputs)
+            write_json(explanation.to_json(), json_file, loaded.protected() + inputs)
     except RewriterError as error:
         _fail(error)
     except MemoryError:
@@ -418,69 +445,6 @@ def _ceiling(max_memory: str) -> MemoryCeiling:
         _fail(f"out of memory: --max-memory {error}")
     except ValueError as error:
         _fail(f"--max-memory: {error}")
-
-
-def _print_partition(report) -> None:
-    from rich.table import Table
-
-    from .onnx_facts.providers import short_name
-
-    part = report.partition
-    table = Table(title="placement", title_justify="left")
-    table.add_column("provider")
-    table.add_column("nodes at partition", justify="right")
-    table.add_column("nodes after", justify="right")
-    for provider in part.providers:
-        table.add_row(
-            short_name(provider), str(part.counts.get(provider, 0)), str(report.providers_after.get(provider, 0))
-        )
-    out().print(table)
-    if part.float32_nodes:
-        out().print(
-            f"float16 computed in float32 on the CPU (it has no float16 kernels for them): {part.float32_nodes} nodes"
-            " (--keep-float16 leaves them)"
-        )
-    if part.decisions:
-        rules = Table(title="layer assignment", title_justify="left")
-        rules.add_column("rule")
-        rules.add_column("provider")
-        rules.add_column("placed", justify="right")
-        rules.add_column("fell back", justify="right")
-        for decision in part.decisions:
-            rules.add_row(
-                decision.rule,
-                short_name(decision.provider) if decision.provider else "-",
-                str(decision.placed),
-                str(decision.fell_back),
-            )
-        out().print(rules)
-    for warning in part.warnings:
-        err().print(f"warning: {warning}", markup=False, soft_wrap=True)
-
-
-def _print_report(report, model: Path, output: Path) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"{model} -> {output}", title_justify="left")
-    table.add_column("rule")
-    table.add_column("level", justify="right")
-    table.add_column("applied", justify="right")
-    table.add_column("refused", justify="right")
-    for count in report.rules:
-        if count.applied or count.refused:
-            table.add_row(count.rule, str(count.level), str(count.applied), str(count.refused))
-    for name, removed in report.builtins.items():
-        if removed:
-            table.add_row(f"[builtin] {name}", "", f"{removed} nodes", "")
-    if table.row_count:
-        out().print(table)
-    else:
-        out().print("no rule applied")
-    phases = ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in report.seconds.items())
-    out().print(
-        f"nodes: {report.nodes_before} -> {report.nodes_after}   time: {report.total_seconds * 1000:.1f} ms ({phases})",
-        soft_wrap=True,
-    )
 
 
 @cli.command()
@@ -665,27 +629,46 @@ def _artifact_files(directory: Path) -> str:
 
 @cli.command(name="rules")
 @click.option("--level", default="all", show_default=True, help="Show packs up to this level.")
+@click.option("--rule", "rule_names", multiple=True, help="Only the rule of this name (repeatable).")
+@click.option("--rules", "rule_files", multiple=True, type=click.Path(path_type=Path), help="Also these .rules packs.")
+@click.option("--no-bundled", is_flag=True, help="Only the --rules packs.")
+@click.option("--json", "json_file", type=click.Path(path_type=Path), default=None, help="Also write the list as JSON.")
 @click.option("--no-cache", is_flag=True, help="Parse every pack; neither read nor write the pack cache.")
-def list_rules(level: str, no_cache: bool) -> None:
-    """List the bundled rule packs and their rules."""
+def list_rules(
+    level: str,
+    rule_names: tuple[str, ...],
+    rule_files: tuple[Path, ...],
+    no_bundled: bool,
+    json_file: Path | None,
+    no_cache: bool,
+) -> None:
+    """List the rule packs and each rule with its level and the comment written above it."""
     _cache_off(no_cache)
-    from rich.text import Text
-
+    from .dsl import load_pack
+    from .graph.json_file import check_json_output, write_json
+    from .graph.output_file import file_status
     from .pipeline import LEVEL_LABELS, bundled_packs, parse_level
+    from .resources import bundled_pack_paths
+    from .terminal.rule_list import print_rule_list, rules_json
 
+    inputs = file_status([*rule_files, *([] if no_bundled else bundled_pack_paths())])
+    only = set(rule_names) or None
     try:
+        if json_file is not None:
+            check_json_output(json_file, inputs)
         limit = parse_level(level)
-        packs = [p for p in bundled_packs() if p.level <= limit]
+        packs = [] if no_bundled else bundled_packs()
+        packs += [load_pack(path) for path in rule_files]
+        packs = [p for p in packs if p.level <= limit]
+        known = {r.name for p in packs for r in p.rules}
+        for name in rule_names:
+            if name not in known:
+                raise RewriterError(f"no rule '{name}' in the packs up to level {limit}")
+        if json_file is not None:
+            write_json(rules_json(packs, only), json_file, inputs)
     except RewriterError as error:
         _fail(error)
-    for pack in packs:
-        out().print(
-            Text.assemble((pack.name, "bold"), f" (level {pack.level}, {LEVEL_LABELS[pack.level]})  {pack.file}")
-        )
-        for builtin in pack.builtins:
-            out().print(f"  builtin {builtin}")
-        for rule in pack.rules:
-            out().print(f"  {rule.name}")
+    print_rule_list(out(), packs, LEVEL_LABELS, only)
 
 
 def main() -> None:

@@ -21,13 +21,12 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from onnx import ModelProto
 
 from .dsl import Pack, load_pack, pack_level
-from .errors import FixpointError, RewriterError, expect
+from .errors import ArgumentError, FixpointError, RewriterError, expect
 from .explanation import Explainer, Explanation, Note
 from .expr import syntax
 from .expr.budget import end_run, start_run
@@ -35,14 +34,17 @@ from .graph.model import FunctionState, ModelState, op_histogram
 from .graph.model_io import load_model
 from .graph.wire import ModelParts
 from .onnx_facts.placement import provider_of
+from .onnx_facts.provenance import FLOAT16_STEP, RULE_KEY
 from .onnx_facts.providers import CPU
 from .partition import PartitionReport, parse_layer_assignment, partition, provider_list
 from .partition.float16 import compute_float16_in_float32
 from .partition.kernels import KernelTables
 from .passes import load_hook
+from .report import Provenance, Report, RuleCount
 from .resources import bundled_pack_paths
 from .rewrite.fixpoint import LevelRunner, Placement
 from .rewrite.options import RunOptions
+from .rewrite.progress import Progress, ProgressHook
 
 LEVEL_NAMES = {"required": 0, "basic": 1, "extended": 2, "layout": 3, "all": 4}
 LEVEL_LABELS = {0: "required", 1: "basic", 2: "extended", 3: "layout", 4: "level 4"}
@@ -68,38 +70,6 @@ def parse_level(level: str | int) -> int:
 def bundled_packs() -> list[Pack]:
     """The rule packs shipped with rewriter."""
     return [load_pack(p) for p in bundled_pack_paths()]
-
-
-@dataclass
-class RuleCount:
-    rule: str
-    level: int
-    applied: int
-    refused: int
-
-
-@dataclass
-class Report:
-    """What ``optimize`` did: per-rule counts, node counts, histograms, placement, timings."""
-
-    nodes_before: int = 0
-    nodes_after: int = 0
-    rules: list[RuleCount] = field(default_factory=list)
-    builtins: dict[str, int] = field(default_factory=dict)
-    ops_before: dict[str, int] = field(default_factory=dict)
-    ops_after: dict[str, int] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)  # phase -> seconds
-    partition: PartitionReport | None = None  # when level >= 2
-    providers_after: dict[str, int] = field(default_factory=dict)  # provider -> final nodes
-    explanation: Explanation | None = None  # optimize(explain=[...]): those rules, as their levels began
-    warnings: list[str] = field(default_factory=list)  # about the packs asked for (see pack_warnings)
-
-    @property
-    def total_seconds(self) -> float:
-        return sum(self.seconds.values())
-
-    def applied(self, rule: str) -> int:
-        return sum(r.applied for r in self.rules if r.rule == rule)
 
 
 class Result:
@@ -224,6 +194,7 @@ def optimize(
     provider_kernels: Sequence[str | os.PathLike] = (),
     keep_float16: bool = False,
     explain: Sequence[str] = (),
+    progress: ProgressHook | None = None,
 ) -> Result:
     """Optimize a model with the rule packs up to ``level``.
 
@@ -237,7 +208,9 @@ def optimize(
     From level 2 on, float16 the CPU provider has no kernels for is computed in float32
     (as onnxruntime does when it runs it; see partition/float16.py) unless ``keep_float16``.
     ``explain`` names rules to explain as their levels begin (``report.explanation``; see
-    ``explain()``); the run is the same with or without it.
+    ``explain()``); the run is the same with or without it.  ``progress`` is called with a
+    ``rewrite.progress.Progress`` as each phase begins and every few hundred nodes a level's
+    worklist looks at (what the command line's progress bar shows).
     The input model is not modified; the result holds a new ``ModelProto`` and a ``Report``.
     """
     _check_arguments(rules, bundled, max_rewrites, providers, layer_assignment, annotation_boundaries, provider_kernels)
@@ -261,6 +234,7 @@ def optimize(
         provider_kernels,
         keep_float16,
         explainer,
+        progress,
     )
     if explainer is not None:
         used = result.report.partition.providers if result.report.partition is not None else []
@@ -374,7 +348,12 @@ def _optimize(
     provider_kernels,
     keep_float16=False,
     explainer: Explainer | None = None,
+    progress: ProgressHook | None = None,
 ) -> Result:
+    if progress is not None:
+        if not callable(progress):
+            raise ArgumentError(f"progress must be a callable, not {type(progress).__name__}")
+        progress(Progress("load rules"))
     if annotation_boundaries not in ANNOTATION_BOUNDARIES:
         raise RewriterError(
             f"annotation boundaries must be one of {', '.join(ANNOTATION_BOUNDARIES)}, not '{annotation_boundaries}'"
@@ -391,6 +370,8 @@ def _optimize(
     timings["load rules"] = time.perf_counter() - start
 
     source = _as_model(model_or_path)
+    if progress is not None:
+        progress(Progress("build view"))
     start = time.perf_counter()
     state = ModelState(source, on_load=load_hook(b for p in packs if p.level <= 1 for b in p.builtins))
     timings["build view"] = time.perf_counter() - start
@@ -404,7 +385,7 @@ def _optimize(
             provider_order,
             layer_assignment,
             annotation_boundaries,
-            RunOptions.from_environment(max_rewrites, kernels, float16_in_float32=not keep_float16),
+            RunOptions.from_environment(max_rewrites, kernels, float16_in_float32=not keep_float16, progress=progress),
             timings,
             explainer,
         )
@@ -431,11 +412,14 @@ def _run_levels(
     if state.removed_on_load:  # a built-in's first round, done while loading
         report.builtins[state.counted_as] = state.removed_on_load
     levels = sorted({p.level for p in packs})
+    log: dict[str, tuple[str, tuple[str, ...]]] = {}  # every node the main graph's rewrites made
     before = Placement(after_partition=False, respect_annotations=annotation_boundaries == "respect")
     for lvl in (lvl for lvl in levels if lvl <= 1):
-        _run_level(state, packs, lvl, before, options, report, timings, explainer=explainer)
+        _run_level(state, packs, lvl, before, options, report, timings, explainer=explainer, log=log)
     _optimize_functions(state, packs, before, options, report, timings, explainer)
     if level_number >= 2:
+        if options.progress is not None:
+            options.progress(Progress("partition"))
         start = time.perf_counter()
         report.partition = partition(state, provider_order, layer_assignment, options.kernels)
         _partition_subgraphs(state, provider_order, layer_assignment, report.partition, options.kernels)
@@ -444,7 +428,15 @@ def _run_levels(
         timings["partition"] = time.perf_counter() - start
         for lvl in (lvl for lvl in levels if lvl >= 2):
             _run_level(
-                state, packs, lvl, Placement(after_partition=True), options, report, timings, explainer=explainer
+                state,
+                packs,
+                lvl,
+                Placement(after_partition=True),
+                options,
+                report,
+                timings,
+                explainer=explainer,
+                log=log,
             )
 
     nodes = state.view.nodes_in_order()
@@ -452,8 +444,30 @@ def _run_levels(
     report.ops_after = op_histogram(nodes)
     if report.partition is not None:
         report.providers_after = dict(Counter(provider_of(n) or "" for n in nodes))
+    casts = report.partition is not None and report.partition.float32_nodes > 0
+    report.provenance = Provenance(_made_here(nodes, log, source if casts else None), log)
     report.seconds = timings
     return Result(state, report)
+
+
+def _made_here(
+    nodes: list, log: dict[str, tuple[str, tuple[str, ...]]], source: ModelProto | None
+) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(name, rule, replaced) of each node this run made: the rewrites' nodes still there
+    (their names are fresh, never the input's), and given the ``source`` model the float16
+    step's Casts (their provenance metadata says so; an input node keeps its name, and what
+    an earlier run recorded on it is not this run's doing)."""
+    made = []
+    inputs = {node.name for node in source.graph.node} if source is not None else set()
+    for node in nodes:
+        entry = log.get(node.name)
+        if entry is not None:
+            made.append((node.name, *entry))
+        elif source is not None and node.op_type == "Cast" and node.name not in inputs:
+            values = {e.key: e.value for e in node.metadata_props}
+            if values.get(RULE_KEY) == FLOAT16_STEP:
+                made.append((node.name, FLOAT16_STEP, ()))
+    return made
 
 
 def _run_level(
@@ -467,9 +481,11 @@ def _run_level(
     counts: dict[str, RuleCount] | None = None,
     explainer: Explainer | None = None,
     graph: str = "",
+    log: dict[str, tuple[str, tuple[str, ...]]] | None = None,
 ) -> None:
     """Run one level on a graph, then on each of its subgraphs (recursively); ``graph``
-    names it for the explainer ("" for the main graph)."""
+    names it for the explainer ("" for the main graph); ``log`` is told every node the
+    level's rewrites made (see ``LevelStats.created``)."""
     level_packs = [p for p in packs if p.level == lvl]
     runner = LevelRunner(
         state,
@@ -479,7 +495,11 @@ def _run_level(
         options=options,
         on_start=explainer.level_hook(graph) if explainer is not None else None,
     )
+    if options.progress is not None:
+        options.progress(Progress(runner.phase))
     stats = runner.run()
+    if log is not None:
+        log.update(stats.created)
     timings["match"] = timings.get("match", 0.0) + stats.match_seconds
     timings["rewrite"] = timings.get("rewrite", 0.0) + stats.rewrite_seconds
     timings["builtins"] = timings.get("builtins", 0.0) + stats.builtin_seconds
@@ -492,8 +512,12 @@ def _run_level(
         counts[name].applied += count
     for name, count in stats.refused.items():
         counts[name].refused += count
+    for name, seconds in stats.rule_seconds.items():
+        counts[name].seconds += seconds
     for name, count in stats.builtins.items():
         report.builtins[name] = report.builtins.get(name, 0) + count
+    for name, seconds in stats.builtin_time.items():
+        report.builtin_seconds[name] = report.builtin_seconds.get(name, 0.0) + seconds
     for sub in list(state.subgraph_states()):
         inner = f"subgraph '{sub.graph.name}'"
         _run_level(sub, packs, lvl, placement, options, report, timings, counts, explainer, inner)

@@ -31,9 +31,9 @@ FLOORS: list[set[str]] = [
     {"partition"},
     {"rewrite"},
     {"explanation"},
-    {"pipeline"},
+    {"pipeline", "report"},
     {"verify", "online"},
-    {"cli", "__main__", "__init__"},
+    {"cli", "terminal", "__main__", "__init__"},
 ]
 FLOOR_OF = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}
 

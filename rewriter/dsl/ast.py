@@ -359,6 +359,7 @@ class Rule:
     # exact integer sum once where the float graph rounds every product: one step either way)
     integer_tolerance: int = 0
     family: str = ""  # "Template(args)" when the rule is an instance of a parameterized rule
+    doc: str = ""  # the comment block above it in its file (dsl/docs.py); a family's instances share it
 
     @property
     def benefit(self) -> int:

@@ -106,9 +106,9 @@ def cache_key(text: str, file: str) -> str:
     """Everything a checked pack of ``text`` read from ``file`` depends on, as one string."""
     return json.dumps(
         {
-            # the serial form's version: pack-2 holds `~` attribute patterns (an approximate
-            # Literal where an AttrPattern's value was always an expression)
-            "format": "pack-2",
+            # the serial form's version: 3 = `~` attribute patterns (an approximate Literal where
+            # an AttrPattern's value was always an expression) and rules' doc comments (Rule.doc)
+            "format": "pack-3",
             "rewriter": __version__,
             "code": _code_fingerprint(),
             "libraries": _library_versions(),

@@ -20,6 +20,7 @@ from ..onnx_facts.schemas import latest_opset
 from ..resources import grammar_text
 from ..text_files import TextFileError, read_text
 from . import ast as A
+from .docs import Comments
 from .expand import (
     MAX_PACK_TERMS,
     Constraints,
@@ -71,9 +72,10 @@ def _parser() -> Lark:
 class _ToAst(Transformer):
     """Builds AST objects bottom-up.  Tokens keep their line/column for positions."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, text: str = "") -> None:
         super().__init__()
         self.file = file
+        self.comments = Comments(text)  # each rule's documentation (dsl/docs.py)
         self._fresh = itertools.count(1)
         self._pending: list[A.Equation] = []  # equations produced by nested calls
         # reuse, defined before use (the transformer visits the file top-down)
@@ -600,6 +602,7 @@ class _ToAst(Transformer):
             pos=self._pos(name_tok),
             file=self.file,
             providers=providers,
+            doc=self.comments.above(meta.line, meta.column),
         )
         if params is None:
             self._no_template_parts(rule)
@@ -758,7 +761,7 @@ def parse_pack(text: str, file: str = "<rules>") -> A.Pack:
         err.snippet = snippet(text, err.line, err.column)
         raise
     try:
-        pack = _ToAst(file).transform(tree)
+        pack = _ToAst(file, text).transform(tree)
     except VisitError as err:
         inner = err.orig_exc
         if isinstance(inner, RuleError):

@@ -69,7 +69,7 @@ def _rule_problems(rule: A.Rule) -> Iterator[str]:
             if any(isinstance(arg, A.RestArg) for arg in alt.args[:-1]):
                 yield "*rest before the last input"
             for attr in alt.attrs:
-                if attr.value is not None:
+                if attr.value is not None and not isinstance(attr.value, A.Literal):  # (`~0.01`: a number)
                     yield from _expr_problems(attr.value, ops=False)
     if rule.root not in produced or rule.root in kept:
         yield f"root {rule.root!r} is not an output of a (deletable) pattern node"

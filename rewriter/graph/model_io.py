@@ -194,6 +194,17 @@ def check_output(
     return target
 
 
+def written_files(target: OutputFile, external_data: str = "auto", location: str | None = None) -> list[Path]:
+    """The files ``save_model`` may write for the output ``target`` (as ``check_output``
+    returned it): the model, and beside a regular file its external data file (where it
+    would go, whether or not this run ends up writing one).  Another output of the run
+    (``--json``) must be none of them."""
+    files = [target.destination]
+    if not target.in_place and external_data != "never":
+        files.append(target.directory / (location or f"{target.destination.name}.data"))
+    return files
+
+
 def _data_file(target: OutputFile, location: str | None, protect: list[os.stat_result]) -> OutputFile:
     """Where the external data goes: a plain name beside the model, which is not the model,
     not the input or its data, and not a file this run did not create — unless it is the

@@ -18,6 +18,7 @@ from .metadata import set_metadata
 
 RULE_KEY = "rewriter_rule"
 REPLACED_KEY = "rewriter_replaced"
+FLOAT16_STEP = "float16_in_float32"  # the rule named by the Casts the float16 step adds
 
 
 def record_provenance(node: NodeProto, rule: str, replaced: Iterable[str]) -> None:

@@ -32,7 +32,7 @@ from onnx import AttributeProto, NodeProto, TensorProto, TypeProto, helper, nump
 from ..graph.state import GraphState
 from ..graph.view import GraphView, NodeId
 from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY
-from ..onnx_facts.provenance import record_provenance
+from ..onnx_facts.provenance import FLOAT16_STEP, record_provenance
 from ..onnx_facts.providers import CPU
 from .kernels import KernelTable
 
@@ -201,7 +201,7 @@ def _add_cast(view: GraphView, source: str, target: str, to: int) -> NodeId:
     if producer is not None:
         first, second = view.order_of(producer)
         order = (first, second + 1)
-    record_provenance(proto, "float16_in_float32", ())
+    record_provenance(proto, FLOAT16_STEP, ())
     node_id = view.add_node(proto, order)
     view.set_metadata(node_id, EXECUTION_PROVIDER_KEY, CPU)
     return node_id

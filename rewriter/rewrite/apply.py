@@ -86,6 +86,7 @@ class Applied:
     new_nodes: list[NodeId]
     touched: set[NodeId]
     removed_nodes: int
+    replaced: tuple[str, ...] = ()  # names of the nodes it deleted (as provenance records them)
 
 
 class _ReplacementEnv:
@@ -526,7 +527,7 @@ class Rewriter:
         dead_candidates: list[str] = []
         for node_id in deleted:
             dead_candidates.extend(i for i in view.inputs(node_id) if i)
-        replaced_names = sorted(view.node(n).name for n in deleted)
+        replaced_names = tuple(sorted(name for name in (view.node(n).name for n in deleted) if name))
         for node in build.nodes:
             record_provenance(node, match.rule.name, replaced_names)
         view.remove_nodes(deleted)
@@ -563,4 +564,4 @@ class Rewriter:
                 producer = view.producer(value)
                 if producer is not None:
                     touched.add(producer)
-        return Applied(new_ids, {n for n in touched if view.has_node(n)}, removed)
+        return Applied(new_ids, {n for n in touched if view.has_node(n)}, removed, replaced_names)

@@ -31,6 +31,7 @@ from ..onnx_facts.providers import short_name
 from ..passes import BUILTINS
 from .apply import Refused, Rewriter
 from .options import RunOptions
+from .progress import PROGRESS_EVERY, Progress
 
 MAX_ROUNDS = 16
 MAX_REFUSALS_PER_ROOT = 16
@@ -50,6 +51,13 @@ class LevelStats:
     applied: Counter = field(default_factory=Counter)  # rule -> rewrites
     refused: Counter = field(default_factory=Counter)  # rule -> matches refused by a guarantee
     builtins: Counter = field(default_factory=Counter)  # builtin -> nodes removed
+    # rule -> seconds of its own attempts: root checks, matching, refusals, rewrites and the
+    # revisits a rewrite queues (the worklist's shared bookkeeping is in match_seconds only)
+    rule_seconds: dict[str, float] = field(default_factory=dict)
+    builtin_time: dict[str, float] = field(default_factory=dict)  # builtin -> seconds
+    # node name -> (rule, names of the nodes it replaced), for every node a rewrite made,
+    # later deleted ones too: how a fused node's replaced names lead back to the input's
+    created: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     match_seconds: float = 0.0
     rewrite_seconds: float = 0.0
     builtin_seconds: float = 0.0
@@ -122,6 +130,9 @@ class LevelRunner:
         self.kernels = options.kernels
         self.on_start = on_start
         self.stats = LevelStats()
+        levels = sorted({p.level for p in self.packs})
+        self.phase = f"level {'/'.join(map(str, levels))} ({name})" if levels else name  # (rewrite/progress.py)
+        self.progress = options.progress
 
     def run(self) -> LevelStats:
         view = self.state.view
@@ -154,6 +165,7 @@ class LevelRunner:
         bound = self.max_rewrites if self.max_rewrites is not None else 10 * len(view) + 1000
         total = 0
         recent = self.recent
+        builtin_time = self.stats.builtin_time
         seen_changes: dict[str, int] = {}  # builtin -> position in view.changes it has seen
         for round_index in range(MAX_ROUNDS):
             start = time.perf_counter()
@@ -161,7 +173,9 @@ class LevelRunner:
             for name in self.builtins:
                 changed = view.changed_since(seen_changes[name]) if name in seen_changes else None
                 seen_changes[name] = len(view.changes)
+                begin = time.perf_counter()
                 removed = BUILTINS[name](self.state, changed) if changed is None or changed else 0
+                builtin_time[name] = builtin_time.get(name, 0.0) + time.perf_counter() - begin
                 self.stats.builtins[name] += removed
                 folded += removed
             self._check_growth(view)
@@ -232,9 +246,17 @@ class LevelRunner:
         matcher = Matcher(view, record_failures=False)
         rewriter = self.new_rewriter()
         applied = 0
+        # (one clock read before and after each rule tried at a node: about 0.15 µs with the sum, against
+        # the microseconds a root check takes; see docs/pipeline.md, "Report")
+        clock, seconds, created = time.perf_counter, self.stats.rule_seconds, self.stats.created
+        progress = self.progress
+        visited = 0
         while queue:
             node_id = queue.popleft()
             queued.discard(node_id)
+            visited += 1
+            if progress is not None and not visited % PROGRESS_EVERY:
+                progress(Progress(self.phase, visited, len(queue), recent[-1] if recent else ""))
             if not view.has_node(node_id):
                 continue
             dispatch = self.by_op.get(view.node_key(node_id))
@@ -242,14 +264,19 @@ class LevelRunner:
                 continue
             hood = matcher.neighborhood(node_id)  # shared by the rules' root checks
             for rule, checks in dispatch.candidates(hood):
+                begin = clock()
                 start_attempt()  # what its expressions may make (expr/budget.py)
                 if not matcher.root_checks_hold(rule, hood, checks):
+                    seconds[rule.name] = seconds.get(rule.name, 0.0) + clock() - begin
                     continue
                 result = self._try(rule, node_id, matcher, rewriter, hood)
                 if result is None:
+                    seconds[rule.name] = seconds.get(rule.name, 0.0) + clock() - begin
                     continue
                 applied += 1
                 recent.append(rule.name)
+                for new_id in result.new_nodes:
+                    created[view.node(new_id).name] = (rule.name, result.replaced)
                 if applied > allowed:
                     raise FixpointError(self.name, applied - 1, Counter(recent))
                 self._check_growth(view)
@@ -257,6 +284,7 @@ class LevelRunner:
                     if neighbor not in queued:
                         queued.add(neighbor)
                         queue.append(neighbor)
+                seconds[rule.name] = seconds.get(rule.name, 0.0) + clock() - begin
                 break
         return applied
 

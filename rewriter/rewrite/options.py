@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..partition.kernels import KernelTables
+from .progress import ProgressHook
 
 CHECK_FIXPOINT_VARIABLE = "REWRITER_CHECK_FIXPOINT"
 
@@ -25,14 +26,20 @@ class RunOptions:
     kernels: KernelTables = field(default_factory=KernelTables)  # where provider kernels are looked up
     # after partitioning, CPU float16 without float16 kernels computes in float32 (partition/float16.py)
     float16_in_float32: bool = True
+    progress: ProgressHook | None = None  # told how far each level's worklist got (rewrite/progress.py)
 
     @classmethod
     def from_environment(
-        cls, max_rewrites: int | None = None, kernels: KernelTables | None = None, float16_in_float32: bool = True
+        cls,
+        max_rewrites: int | None = None,
+        kernels: KernelTables | None = None,
+        float16_in_float32: bool = True,
+        progress: ProgressHook | None = None,
     ) -> RunOptions:
         return cls(
             max_rewrites=max_rewrites,
             check_fixpoint=os.environ.get(CHECK_FIXPOINT_VARIABLE) == "1",
             kernels=kernels or KernelTables(),
             float16_in_float32=float16_in_float32,
+            progress=progress,
         )
