@@ -52,6 +52,44 @@ def test_the_comment_right_above_a_rule_is_its_doc():
     assert found["AbsAbs"] == found["NegNegNeg"] == "Abs or Neg applied twice."  # a family's instances share it
 
 
+HELPERS_BETWEEN = """pack helpers level 1
+# Neg(Neg(x)) -> x, when x is a float tensor.
+constraint floaty(x) = is_float(x)
+
+# Whether a value has one reader (a helper's own comment: no rewrite in it).
+constraint once(a) = single_use(a)
+  and true
+
+rule NegNeg root b {
+    a = Neg(x)
+    b = Neg(a)
+  where floaty(x) and once(a)
+  =>
+    b = x
+}
+
+# A comment far away, above a blank line and a rule of its own -> not NegNegNeg's.
+rule Lone root b {
+    b = Neg(Neg(Neg(x)))
+  =>
+    b = Neg(x)
+}
+
+rule Bare root b {
+    b = Abs(Abs(x))
+  =>
+    b = Abs(x)
+}
+"""
+
+
+def test_a_comment_above_the_rules_helpers_is_its_doc():
+    # authors write the rule's comment, then the constraints it uses, then the rule
+    docs = {r.name: r.doc for r in parse_pack(HELPERS_BETWEEN, "helpers.rules").rules}
+    assert docs["NegNeg"] == "Neg(Neg(x)) -> x, when x is a float tensor."
+    assert docs["Bare"] == ""  # the rule before it ends the search: no helper between
+
+
 def test_line_ends_and_text_before_the_keyword():
     assert docs(PACK.replace("\n", "\r\n"))["ReluRelu"] == "Relu of Relu is Relu."
     squeezed = "pack p level 1\n# about B\nrule A { y = Identity(x) => y = x } rule B { y = Neg(Neg(x)) => y = x }\n"
