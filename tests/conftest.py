@@ -13,10 +13,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 
-from rewriter.disk_cache import CACHE_DIR_VARIABLE
+from rewriter.disk_cache import CACHE_DIR_VARIABLE, CACHE_SWITCH_VARIABLE
+from rewriter.dsl import forget_loaded
 from rewriter.rewrite.options import CHECK_FIXPOINT_VARIABLE
 
 _TEST_CACHE = tempfile.mkdtemp(prefix="rewriter-test-cache-")
@@ -38,3 +40,14 @@ def _check_fixpoint():
         del os.environ[CHECK_FIXPOINT_VARIABLE]
     else:
         os.environ[CHECK_FIXPOINT_VARIABLE] = before
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch) -> Path:
+    """A cache of this test's own, on, and no pack remembered by the process."""
+    directory = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(directory))
+    monkeypatch.delenv(CACHE_SWITCH_VARIABLE, raising=False)
+    forget_loaded()
+    yield directory
+    forget_loaded()

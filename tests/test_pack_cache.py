@@ -43,17 +43,6 @@ rule DoubleNeg root b {
 """
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch) -> Path:
-    """A cache of this test's own, on, and no pack remembered by the process."""
-    directory = tmp_path / "cache"
-    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(directory))
-    monkeypatch.delenv(CACHE_SWITCH_VARIABLE, raising=False)
-    forget_loaded()
-    yield directory
-    forget_loaded()
-
-
 def entries(directory: Path) -> list[Path]:
     packs = directory / "packs"
     return sorted(packs.glob("*" + ENTRY_SUFFIX)) if packs.is_dir() else []

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from rewriter.disk_cache import CACHE_DIR_VARIABLE, CACHE_SWITCH_VARIABLE
 from rewriter.dsl import forget_loaded, load_pack, pack_cache, serial
 from rewriter.dsl.parse import parse_pack
 from rewriter.resources import bundled_pack_paths
@@ -94,16 +93,6 @@ def test_line_ends_and_text_before_the_keyword():
     assert docs(PACK.replace("\n", "\r\n"))["ReluRelu"] == "Relu of Relu is Relu."
     squeezed = "pack p level 1\n# about B\nrule A { y = Identity(x) => y = x } rule B { y = Neg(Neg(x)) => y = x }\n"
     assert docs(squeezed) == {"A": "about B", "B": ""}  # B's keyword is not first on its line
-
-
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch) -> Path:
-    directory = tmp_path / "cache"
-    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(directory))
-    monkeypatch.delenv(CACHE_SWITCH_VARIABLE, raising=False)
-    forget_loaded()
-    yield directory
-    forget_loaded()
 
 
 def test_the_cache_keeps_docs_and_misses_when_a_comment_changes(cache_dir, tmp_path):
