@@ -613,25 +613,70 @@ def test_a_computed_reshape_target_of_own_dims_becomes_constant():
         helper.make_node("Shape", ["x"], ["s"]),
         helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
         helper.make_node("Unsqueeze", ["b", "axes"], ["u"]),
-        helper.make_node("Concat", ["u", "minus", "last"], ["t"], axis=0),
+        helper.make_node("Concat", ["u", "minus"], ["t"], axis=0),
         helper.make_node("Reshape", ["x", "t"], ["y"]),
     ]
     before = model(
         nodes,
         [tensor("x", F, ["batch", 3, 4])],
-        [tensor("y", F, ["batch", 3, 4])],
+        [tensor("y", F, ["batch", 12])],
         [
             init("zero", np.array(0, np.int64)),
             init("axes", np.array([0], np.int64)),
             init("minus", np.array([-1], np.int64)),
-            init("last", np.array([4], np.int64)),
         ],
     )
     after = check(before, "ReshapeComputedTargetFolding", True)
     assert ops(optimize_basic(before).model) == {"Reshape": 1}
     target = next(i for i in optimize_basic(before).model.graph.initializer)
-    assert list(onnx.numpy_helper.to_array(target)) == [0, -1, 4]
+    assert list(onnx.numpy_helper.to_array(target)) == [0, -1]
     assert after is not None
+
+
+def reshape_of(target, shape, allowzero=None, opset=17):
+    """Reshape(x, target) then Relu, for x of a (partly symbolic) shape."""
+    attrs = {} if allowzero is None else {"allowzero": allowzero}
+    nodes = [helper.make_node("Reshape", ["x", "t"], ["r"], **attrs), helper.make_node("Relu", ["r"], ["y"])]
+    return model(
+        nodes,
+        [tensor("x", F, shape)],
+        [tensor("y", F, [f"y{i}" for i in range(len(target))])],
+        [init("t", np.array(target, np.int64))],
+        opset=opset,
+    )
+
+
+@pytest.mark.parametrize(
+    "target, shape",
+    [([0, -1, 0, 4], ["b", 2, "s", 4]), ([0, 2, -1], ["b", 2, "s"]), ([2, 3], [2, 3]), ([-1], ["n"])],
+)
+def test_a_reshape_that_copies_every_dim_goes(target, shape):
+    check(reshape_of(target, shape), "ReshapeCopiesElimination", True)
+    assert ops(optimize_basic(reshape_of(target, shape)).model) == {"Relu": 1}
+
+
+@pytest.mark.parametrize(
+    "target, shape, allowzero",
+    [
+        ([0, 2, -1], ["b", "h", 4], 0),  # 2 where the dim is symbolic: may differ
+        ([0, -1], ["b", 2, 3], 0),  # a real merge
+        ([3, 0, -1], ["b", 2, 6], 0),  # the 3 at index 0 stands where b is
+    ],
+)
+def test_a_reshape_that_may_change_the_shape_stays(target, shape, allowzero):
+    check(reshape_of(target, shape, allowzero), "ReshapeCopiesElimination", False)
+
+
+def test_keeps_shape_reads_symbolic_and_unknown_dims():
+    from rewriter.expr.functions import FUNCTIONS
+
+    def keeps(target, shape, allowzero=0):
+        return FUNCTIONS["keeps_shape"].impl(target, shape, allowzero)
+
+    assert keeps([0, -1, "S", 4], ["B", 2, "S", 4])
+    assert keeps([0, 0], [None, None]) and not keeps([0, 3], [None, 3], 1)
+    assert not keeps([-1, -1], [2, 3]) and not keeps(["S"], ["T"]) and not keeps([3], [None])
+    assert not keeps([0, -1], ["B", 2, 3])
 
 
 def sliced(bounds, width=8, opset=17):

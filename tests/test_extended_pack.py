@@ -489,13 +489,60 @@ def nan_guard_graph(low: float):
     )
 
 
-def test_softmax_nan_guard_goes_with_a_small_finite_mask_only():
+def test_softmax_nan_guard_goes_with_a_finite_mask_only():
     after = check(nan_guard_graph(-10000.0), "SoftmaxNanGuardElimination", True)
     assert "IsNaN" not in ops(after)
-    # with -inf a fully masked row is NaN and the guard makes it 0: it must stay; with
-    # float32's minimum a finite score below about -1e31 overflows to -inf, and so must it
+    # float32's lowest value (the dynamo exporter's mask): still finite, no row is NaN for
+    # scores below 1e31 in magnitude
+    check(nan_guard_graph(float(np.finfo(np.float32).min)), "SoftmaxNanGuardElimination", True)
+    # with -inf or NaN a fully masked row is NaN and the guard makes it 0: it must stay
     check(nan_guard_graph(-np.inf), "SoftmaxNanGuardElimination", False)
-    check(nan_guard_graph(float(np.finfo(np.float32).min)), "SoftmaxNanGuardElimination", False)
+    check(nan_guard_graph(np.nan), "SoftmaxNanGuardElimination", False)
+
+
+def guarded_attention_graph(low: float = -np.inf, opset: int = 17):
+    """BERT-style attention as TorchScript exports SDPA: the mask Where(c, 0, low) of a
+    boolean c, and Where(IsNaN(p), 0, p) after the Softmax."""
+    base = projected_attention_graph()
+    nodes = [helper.make_node("Where", ["c", "zero", "low"], ["mask"])]
+    for node in base.graph.node:
+        if node.op_type == "MatMul" and node.input[0] == "p":
+            nodes += [
+                helper.make_node("IsNaN", ["p"], ["nan"]),
+                helper.make_node("Where", ["nan", "zero", "p"], ["guarded"]),
+            ]
+            node.input[0] = "guarded"
+        nodes.append(node)
+    inputs = [tensor("x", F, [2, 3, 8]), tensor("c", TensorProto.BOOL, [2, 1, 3, 3])]
+    inits = list(base.graph.initializer) + [init("zero", np.float32(0.0)), init("low", np.float32(low))]
+    return model(nodes, inputs, [tensor("y", F, [2, 3, 8])], inits, domains=["com.microsoft"], opset=opset)
+
+
+@pytest.mark.parametrize("opset", [11, 13, 18])
+def test_infinite_mask_guard_keeps_fully_masked_rows_zero_and_lets_attention_fuse(opset):
+    from helpers import run
+
+    before = guarded_attention_graph(opset=opset)
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    rewriter.check_model(after, full_check=True)
+    assert ops(after)["Attention"] == 1 and ops(after)["IsNaN"] == 0
+    x = np.random.default_rng(3).standard_normal((2, 3, 8)).astype(np.float32)
+    c = np.ones((2, 1, 3, 3), bool)
+    c[0, 0, 1, :] = False  # query row 1 of batch item 0 sees nothing
+    c[1, 0, :, 2] = False  # key 2 of batch item 1 is padding
+    (want,) = run(before, {"x": x, "c": c})
+    (got,) = run(after, {"x": x, "c": c})
+    assert not np.isnan(got).any() and np.all(got[0, 1] == 0) and np.all(want[0, 1] == 0)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_infinite_mask_guard_needs_an_infinite_mask_of_heads_shape():
+    # a finite mask: the guard simply goes (SoftmaxNanGuardElimination), nothing is added
+    after = rewriter.optimize(guarded_attention_graph(low=-10000.0), level="extended", providers="CPU").model
+    assert ops(after) == {"Attention": 1, "Where": 1}
+    # a NaN "masked" value: every masked row is NaN whatever the scores; the guard stays
+    kept = rewriter.optimize(guarded_attention_graph(low=np.nan), level="extended", providers="CPU").model
+    assert ops(kept)["IsNaN"] == 1
 
 
 @pytest.mark.parametrize("scaled", ["A", "B"])

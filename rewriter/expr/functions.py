@@ -474,6 +474,36 @@ def _zero_copies(target, source):
 
 
 @_value_fn(
+    "keeps_shape",
+    "target, source, allowzero=0",
+    "bool",
+    "Reshape to the target (a list) provably gives the dims source: the same length, each entry 0 "
+    "(a copy, unless allowzero) or source's dim there (a number or the same symbolic name), but for at "
+    "most one -1, which then infers its own dim",
+)
+def _keeps_shape(target, source, allowzero=0):
+    # the Reshape may see any shape source describes: an unknown dim is proven only by a copy
+    if not isinstance(source, list) or not isinstance(target, list) or len(target) != len(source):
+        return False
+    inferred = 0
+    for d, s in zip(target, source):
+        if isinstance(d, str):
+            same = d == s
+        elif isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            same = False
+        elif d == -1:
+            inferred += 1
+            same = True
+        elif d == 0 and not allowzero:
+            same = True
+        else:
+            same = isinstance(s, (int, np.integer)) and not isinstance(s, bool) and d == s
+        if not same:
+            return False
+    return inferred <= 1
+
+
+@_value_fn(
     "pad_to",
     "x, axis, size",
     "tensor",
