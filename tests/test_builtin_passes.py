@@ -275,3 +275,36 @@ def test_equal_constants_shared_while_loading_give_the_graph_the_builtins_give()
     assert eliminate_common_subexpressions(loaded, None) == 0  # nothing left to merge
     result = optimize_basic(m)
     assert_same_outputs(m, result.model)
+
+
+def test_types_are_known_after_fused_ops_a_model_already_holds():
+    """A model optimized before (ours or ONNX Runtime's) holds RotaryEmbedding and the
+    ONNX-domain SimplifiedLayerNormalization: values after them must keep their types, or
+    every rule that asks for a rank refuses on a second run."""
+    from helpers import init, model, tensor
+    from onnx import TensorProto, helper
+
+    from rewriter.graph.types import infer_model_types
+
+    f = TensorProto.FLOAT
+    nodes = [
+        helper.make_node("SimplifiedLayerNormalization", ["x", "g"], ["n"], axis=-1, epsilon=1e-6),
+        helper.make_node("RotaryEmbedding", ["n", "pos", "cos", "sin"], ["r"], domain="com.microsoft"),
+        helper.make_node("Relu", ["r"], ["y"]),
+    ]
+    m = model(
+        nodes,
+        [tensor("x", f, ["b", 2, "s", 8]), tensor("pos", TensorProto.INT64, [1])],
+        [tensor("y", f, None)],
+        [
+            init("g", np.ones(8, np.float32)),
+            init("cos", np.ones((16, 4), np.float32)),
+            init("sin", np.zeros((16, 4), np.float32)),
+        ],
+        domains=["com.microsoft"],
+    )
+    types = infer_model_types(m)
+    for name in ("n", "r", "y"):
+        tensor_type = types[name].tensor_type
+        assert tensor_type.elem_type == f
+        assert [d.dim_param or d.dim_value for d in tensor_type.shape.dim] == ["b", 2, "s", 8]

@@ -5,7 +5,7 @@ Exporters with dynamic axes build Reshape targets at run time:
 The tensor is not constant, but what it holds is known in terms of x's dims: x's batch
 dim, x's sequence dim, -1, 32.  This module follows such a value back through the few ops
 shape arithmetic is made of (Shape, Gather, Slice, Concat, Unsqueeze, Squeeze, Cast,
-Identity) and returns one entry per element: an int (a known number), the dim's symbolic
+Identity, torch's expand(-1) Where, and Add of two dims: a sum, see ``dim_sum``) and returns one entry per element: an int (a known number), the dim's symbolic
 name (a string, as ``shape()`` reports it), or for a dim nobody named a token
 ``"?<value>[<axis>]"`` that equals only the same dim of the same tensor.  Anything else (a
 value computed by arithmetic, a data-dependent shape) is unknown: the function fails, and
@@ -81,7 +81,35 @@ def shape_values(graph: ShapeFacts, value: str, depth: int = 0) -> list[int | st
         return _slice(graph, node, shape_values(graph, node.input[0], depth + 1))
     if op == "Where":
         return _where_equal(graph, node, depth)
+    if op == "Add" and len(node.input) == 2:
+        left, right = (shape_values(graph, part, depth + 1) for part in node.input)
+        if len(left) != 1 or len(right) != 1:
+            raise EvalFailure("Add of shapes of more than one element")
+        return [dim_sum([left[0], right[0]])]
     raise EvalFailure(f"'{value}' comes from {node.op_type}, not shape arithmetic")
+
+
+def dim_sum(dims: list[int | str]) -> int | str:
+    """The sum of dims as one dim: a number when all are numbers, else the name
+    ``"a + b + 3"`` (names sorted, the numbers added up last): the same dims give the same
+    name whatever the order they were added in (a KV cache's total length, past + new).
+    An unnamed dim (a ``?`` token) makes the sum unknown."""
+    names: list[str] = []
+    number = 0
+    for d in dims:
+        if not isinstance(d, str):
+            number += int(d)
+            continue
+        if d.startswith("?"):
+            raise EvalFailure("a sum of an unknown dim")
+        for term in d.split(" + "):  # (a sum made before)
+            if term.lstrip("-").isdigit():
+                number += int(term)
+            else:
+                names.append(term)
+    if not names:
+        return number
+    return " + ".join(sorted(names) + ([str(number)] if number else []))
 
 
 def _where_equal(graph: ShapeFacts, node, depth: int) -> list[int | str]:

@@ -68,7 +68,10 @@ class ModelState:
             for sub in subgraphs_of(view.node(node_id)):
                 all_value_names(sub, view.value_names)
         self._validate()
-        refine_symbolic_dims(model, view.nodes_in_order(), view.initializers.values(), view.types, view=view)
+        self.dim_aliases: dict[str, str] = {}  # sums of dims the model names otherwise
+        refine_symbolic_dims(
+            model, view.nodes_in_order(), view.initializers.values(), view.types, view=view, aliases=self.dim_aliases
+        )
         self._inferred_at = 0  # position in view.changes the types reflect
         self.added_domains: dict[str, int] = {}
         self.functions = [FunctionProto() for _ in model.functions]  # optimized copies
@@ -147,7 +150,9 @@ class ModelState:
         ]
         light = light_model(self.source, nodes, initializers, inputs, (), (), self.opsets)
         improved = refine_types(view.types, light)
-        return improved + refine_symbolic_dims(self.source, nodes, initializers, view.types, inputs, (), self.opsets)
+        return improved + refine_symbolic_dims(
+            self.source, nodes, initializers, view.types, inputs, (), self.opsets, aliases=self.dim_aliases
+        )
 
     def subgraph_states(self):
         """A state per subgraph of the main graph's current nodes (nested ones come from

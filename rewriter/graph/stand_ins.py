@@ -4,7 +4,8 @@ onnx's shape inference knows no com.microsoft op: every value after a fused node
 SkipLayerNormalization, FusedMatMul, Attention...) would have no type, and a rule further
 down that asks for a rank or a shape would refuse.  For inference only, each fused op is
 replaced by standard nodes whose outputs have the same types: an elementwise op by an
-Identity, FusedMatMul by MatMul, FusedConv by Conv, FusedGemm by Gemm, MultiHeadAttention
+Identity (RotaryEmbedding and ONNX Runtime's SimplifiedLayerNormalization in the ONNX
+domain too), FusedMatMul by MatMul, FusedConv by Conv, FusedGemm by Gemm, MultiHeadAttention
 by an Einsum of q and v ([B, S, D] x [B, T, Dv] -> [B, S, Dv]), Attention by a MatMul with a
 stub weight of the per-projection width.  The NCHWc ops (com.microsoft.nchwc) of the layout
 level: their Conv and pools by the standard ones (a blocked tensor is typed as its padded
@@ -23,9 +24,20 @@ from onnx import AttributeProto, NodeProto, TensorProto, helper
 
 from ..onnx_facts.nchwc import nchwc_block_size
 
-_ELEMENTWISE = {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasSoftmax", "BiasDropout"}
+# ops whose first output has their first input's type and shape
+_ELEMENTWISE = {"Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasSoftmax", "BiasDropout", "RotaryEmbedding"}
 _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
 _GEMM_ATTRS = ("alpha", "beta", "transA", "transB")
+
+
+# ONNX Runtime's ops in the ONNX domain, which onnx's inference does not know either
+_ORT_ONNX_DOMAIN_OPS = frozenset({"SimplifiedLayerNormalization"})
+
+
+def needs_stand_in(node: NodeProto) -> bool:
+    """Whether onnx's inference cannot type ``node`` itself (a contrib op, or one of
+    ONNX Runtime's ops in the ONNX domain)."""
+    return node.domain not in ("", "ai.onnx") or node.op_type in _ORT_ONNX_DOMAIN_OPS
 
 
 def stand_ins(
@@ -37,9 +49,11 @@ def stand_ins(
 
     if node.domain == "com.microsoft.nchwc":
         return _nchwc_stand_ins(node, type_of)
+    op, ins, outs = node.op_type, list(node.input), list(node.output)
+    if node.domain in ("", "ai.onnx") and op in _ORT_ONNX_DOMAIN_OPS and ins and outs:
+        return [_node("Identity", ins[:1], outs[:1])], []
     if node.domain != "com.microsoft":
         return None
-    op, ins, outs = node.op_type, list(node.input), list(node.output)
     attrs = {a.name: a for a in node.attribute}
     if op in _ELEMENTWISE:
         return [_node("Identity", ins[:1], outs[:1])], []

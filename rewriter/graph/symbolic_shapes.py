@@ -19,7 +19,7 @@ from functools import cached_property
 import numpy as np
 from onnx import NodeProto, TensorProto, TypeProto, ValueInfoProto, helper, numpy_helper
 
-from ..expr.shape_values import ShapeFacts, shape_values
+from ..expr.shape_values import ShapeFacts, dim_sum, shape_values
 from ..expr.values import EvalFailure
 from .type_reading import FRESH_DIM, fully_known, is_known_dim, known_dim_count, shape_of
 
@@ -206,11 +206,101 @@ def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto |
 
 
 _COMPUTED_SHAPES = ("Reshape", "Expand", "Range")
-_CANDIDATE_OPS = frozenset(_COMPUTED_SHAPES) | _BROADCASTING
+_CANDIDATE_OPS = frozenset(_COMPUTED_SHAPES) | _BROADCASTING | {"Concat"}
+
+
+def _concat_sum(node: NodeProto, types: dict[str, TypeProto]) -> tuple[int, int | str] | None:
+    """(axis, the sum of the inputs' dims along it) of a Concat whose inputs' dims there
+    are all known (a KV cache: past + new); None otherwise."""
+    shapes = [shape_of(types.get(i)) for i in node.input if i]
+    if not shapes or any(sh is None for sh in shapes) or len({len(sh) for sh in shapes}) != 1:
+        return None
+    rank = len(shapes[0])
+    axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+    axis += rank if axis < 0 else 0
+    if not 0 <= axis < rank or not all(_is_known(sh[axis]) for sh in shapes):
+        return None
+    try:
+        return axis, dim_sum([sh[axis] for sh in shapes])
+    except EvalFailure:
+        return None
+
+
+def dim_aliases(concats: list[NodeProto], types: dict[str, TypeProto]) -> dict[str, str]:
+    """Sums of named dims that a Concat's declared output names: a KV cache's present key
+    concatenates past and new along the sequence axis, and the exporter calls the result
+    ``total_sequence_length`` — the name the attention mask's computed length must use to
+    be recognised as the same dim (ONNX: one dim_param names one size throughout the
+    model)."""
+    aliases: dict[str, str] = {}
+    for node in concats:
+        found = _concat_sum(node, types)
+        out = shape_of(types.get(node.output[0])) if node.output else None
+        if found is None or out is None or found[0] >= len(out):
+            continue
+        axis, total = found
+        named = out[axis]
+        if isinstance(total, str) and isinstance(named, str) and _is_known(named) and named != total:
+            aliases.setdefault(total, named)
+    return aliases
+
+
+def _known_aliases(
+    aliases: dict[str, str] | None, concats: list[NodeProto], types: dict[str, TypeProto]
+) -> dict[str, str]:
+    """The aliases these Concats give, added to ``aliases`` (kept by the caller between
+    runs: a later run over a region without the Concat must still know them)."""
+    found = dim_aliases(concats, types)
+    if aliases is None:
+        return found
+    for total, named in found.items():
+        aliases.setdefault(total, named)
+    return aliases
+
+
+def _renamed_sums(types: dict[str, TypeProto], values, aliases: dict[str, str]) -> dict[str, TypeProto]:
+    """Types of ``values`` that name a dim by a sum an alias names otherwise (typed before
+    the alias was known: a round that resolved the mask's length before the cache's)."""
+    renamed: dict[str, TypeProto] = {}
+    for name in values:
+        t = types.get(name)
+        dims = shape_of(t)
+        if dims is not None and any(isinstance(d, str) and d in aliases for d in dims):
+            new = _aliased(dims, aliases)
+            renamed[name] = helper.make_tensor_type_proto(
+                t.tensor_type.elem_type, [d if _is_known(d) else None for d in new]
+            )
+    return renamed
+
+
+def _aliased(dims: list, aliases: dict[str, str]) -> list:
+    return [aliases.get(d, d) if isinstance(d, str) else d for d in dims]
+
+
+def _concat_type(
+    node: NodeProto, types: dict[str, TypeProto], aliases: dict[str, str], better: dict[str, TypeProto]
+) -> None:
+    """A Concat's output dim along its axis, unnamed by inference: the inputs' sum."""
+    out = node.output[0]
+    current = shape_of(types.get(out))
+    found = _concat_sum(node, types)
+    if current is None or found is None or types.get(out) is None or found[0] >= len(current):
+        return
+    axis, total = found
+    if _is_known(current[axis]):
+        return
+    dims = list(current)
+    dims[axis] = aliases.get(total, total) if isinstance(total, str) else total
+    elem = types[out].tensor_type.elem_type
+    better[out] = helper.make_tensor_type_proto(elem, [d if _is_known(d) else None for d in dims])
 
 
 def resolved_types(
-    nodes: list[NodeProto], initializers: list[TensorProto], types: dict[str, TypeProto], view=None
+    nodes: list[NodeProto],
+    initializers: list[TensorProto],
+    types: dict[str, TypeProto],
+    view=None,
+    aliases: dict[str, str] | None = None,
 ) -> dict[str, TypeProto]:
     """Better types for values whose dims the shape arithmetic or broadcasting names.
     With ``view`` (a GraphView of these nodes whose types are ``types``) its indexes and
@@ -236,8 +326,16 @@ def resolved_types(
     if not candidates:
         return {}
     facts: ShapeFacts = _ModelFacts(nodes, initializers, types) if view is None else view
+    if view is not None:
+        concats = [view.node(n) for n in view.nodes_by_op("", "Concat")]
+    else:
+        concats = [n for n in nodes if n.op_type == "Concat" and n.domain in ("", "ai.onnx")]
+    aliases = _known_aliases(aliases, concats, types)
     better: dict[str, TypeProto] = {}
     for node in candidates:
+        if node.op_type == "Concat":
+            _concat_type(node, types, aliases, better)
+            continue
         if node.op_type not in _COMPUTED_SHAPES or len(node.input) < 2:
             continue
         out = node.output[0]
@@ -247,6 +345,7 @@ def resolved_types(
         if node.op_type == "Range":  # Range(0, n, 1) has n elements
             length = _range_length(facts, node)
             if length is not None:
+                length = aliases.get(length, length) if isinstance(length, str) else length
                 better[out] = helper.make_tensor_type_proto(types[out].tensor_type.elem_type, [length])
             continue
         try:
@@ -258,7 +357,7 @@ def resolved_types(
             continue
         if node.op_type == "Expand" and len(source) > len(target):
             continue
-        dims = _target_dims(node, target, source, current)
+        dims = _target_dims(node, _aliased(target, aliases), source, current)
         known_before = sum(_is_known(d) for d in current) if current is not None else -1
         if sum(_is_known(d) for d in dims) > known_before:
             elem = types[out].tensor_type.elem_type
@@ -273,7 +372,12 @@ def resolved_types(
 
 
 def refine_computed_shapes(
-    nodes: list[NodeProto], initializers: list[TensorProto], types: dict[str, TypeProto], infer, view=None
+    nodes: list[NodeProto],
+    initializers: list[TensorProto],
+    types: dict[str, TypeProto],
+    infer,
+    view=None,
+    aliases: dict[str, str] | None = None,
 ) -> int:
     """Declare the resolved types and re-infer (``infer(value_infos)`` returns the new
     types), keeping every type that gained known dims; in place.  Returns how many types
@@ -282,9 +386,9 @@ def refine_computed_shapes(
     improved = 0
     made: dict[str, tuple[TypeProto, ValueInfoProto]] = {}  # declarations of earlier rounds
     for _ in range(_ROUNDS):
-        better = resolved_types(nodes, initializers, types, view)
+        better = resolved_types(nodes, initializers, types, view, aliases)
         if not better:
-            return improved
+            break
         types.update(better)
         improved += len(better)
         # declare what is known for sure; a fresh unk__ name declared would stick
@@ -299,4 +403,12 @@ def refine_computed_shapes(
             if known_dim_count(new) > known_dim_count(types.get(name)):
                 types[name] = new
                 improved += 1
+    # a sum typed before the Concat that names it was resolved: rename it everywhere
+    if view is not None:
+        concats = [view.node(n) for n in view.nodes_by_op("", "Concat")]
+    else:
+        concats = [n for n in nodes if n.op_type == "Concat" and n.domain in ("", "ai.onnx")]
+    known = _known_aliases(aliases, concats, types)
+    if known:
+        types.update(_renamed_sums(types, (o for n in nodes for o in n.output if o), known))
     return improved

@@ -17,7 +17,7 @@ from onnx import ModelProto, TensorProto, TypeProto, ValueInfoProto, helper, sha
 from ..onnx_facts.schemas import normalize_domain
 from .data_propagation import data_propagation_safe
 from .proto_pool import ProtoPool
-from .stand_ins import stand_ins
+from .stand_ins import needs_stand_in, stand_ins
 from .symbolic_shapes import refine_computed_shapes
 from .type_reading import shape_of, type_string
 
@@ -92,7 +92,7 @@ def _with_stand_ins(graph, nodes, initializers) -> list[TensorProto]:
     stand_ins.py), which read the types ``graph``'s inputs and value_info declare;
     returns the stub initializers the stand-ins read."""
     nodes = list(nodes)
-    if all(node.domain in ("", "ai.onnx") for node in nodes):
+    if not any(needs_stand_in(node) for node in nodes):
         graph.node.extend(nodes)  # nothing to stand in for: one bulk copy
         return []
     declared = {t.name: (t.data_type, list(t.dims)) for t in initializers}
@@ -102,7 +102,7 @@ def _with_stand_ins(graph, nodes, initializers) -> list[TensorProto]:
             declared[vi.name] = (vi.type.tensor_type.elem_type, shape)
     stubs: list[TensorProto] = []
     for node in nodes:
-        replacement = stand_ins(node, declared.get) if node.domain not in ("", "ai.onnx") else None
+        replacement = stand_ins(node, declared.get) if needs_stand_in(node) else None
         if replacement is None:
             graph.node.append(node)
             continue
@@ -245,10 +245,12 @@ def refine_symbolic_dims(
     outputs=None,
     opsets: dict[str, int] | None = None,
     view=None,
+    aliases: dict[str, str] | None = None,
 ) -> int:
     """Name the dims behind shapes computed at run time (symbolic_shapes.py), re-inferring
     ``nodes`` as declared types improve; in place, returns how many types improved.
-    ``view``: a GraphView of exactly these nodes, with ``types`` as its types."""
+    ``view``: a GraphView of exactly these nodes, with ``types`` as its types; ``aliases``:
+    see ``refine_computed_shapes``."""
     nodes, initializers = list(nodes), list(initializers)
     inputs = list(model.graph.input if inputs is None else inputs)
     sources = {t.name for t in initializers} | {i.name for i in inputs}
@@ -257,7 +259,7 @@ def refine_symbolic_dims(
         declared = [vi for vi in declared if vi.name not in sources]
         return inferred_types(light_model(model, nodes, initializers, inputs, outputs, declared, opsets))
 
-    return refine_computed_shapes(nodes, initializers, types, infer, view)
+    return refine_computed_shapes(nodes, initializers, types, infer, view, aliases)
 
 
 def _known_dims(type_proto: TypeProto | None) -> int:
@@ -301,7 +303,7 @@ def infer_node_types(
     ``input_data``: contents of small constant inputs (a Reshape target...).  ``strict``:
     raise ``NodeTypeError`` when onnx finds the node inconsistent, instead of knowing nothing."""
     domain = normalize_domain(node.domain)
-    if domain not in ("", "ai.onnx"):
+    if needs_stand_in(node):
         return _stand_in_types(node, input_types, opsets)
     version = opsets.get(domain)
     try:
