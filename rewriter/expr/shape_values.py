@@ -5,7 +5,8 @@ Exporters with dynamic axes build Reshape targets at run time:
 The tensor is not constant, but what it holds is known in terms of x's dims: x's batch
 dim, x's sequence dim, -1, 32.  This module follows such a value back through the few ops
 shape arithmetic is made of (Shape, Gather, Slice, Concat, Unsqueeze, Squeeze, Cast,
-Identity, torch's expand(-1) Where, and Add of two dims: a sum, see ``dim_sum``) and returns one entry per element: an int (a known number), the dim's symbolic
+Identity, torch's expand(-1) Where, and Add of two dims: a sum, see ``dim_sum``) and
+returns one entry per element: an int (a known number), the dim's symbolic
 name (a string, as ``shape()`` reports it), or for a dim nobody named a token
 ``"?<value>[<axis>]"`` that equals only the same dim of the same tensor.  Anything else (a
 value computed by arithmetic, a data-dependent shape) is unknown: the function fails, and

@@ -212,16 +212,18 @@ _CANDIDATE_OPS = frozenset(_COMPUTED_SHAPES) | _BROADCASTING | {"Concat"}
 def _concat_sum(node: NodeProto, types: dict[str, TypeProto]) -> tuple[int, int | str] | None:
     """(axis, the sum of the inputs' dims along it) of a Concat whose inputs' dims there
     are all known (a KV cache: past + new); None otherwise."""
-    shapes = [shape_of(types.get(i)) for i in node.input if i]
-    if not shapes or any(sh is None for sh in shapes) or len({len(sh) for sh in shapes}) != 1:
+    maybe = [shape_of(types.get(i)) for i in node.input if i]
+    shapes = [sh for sh in maybe if sh is not None]
+    if not shapes or len(shapes) != len(maybe) or len({len(sh) for sh in shapes}) != 1:
         return None
     rank = len(shapes[0])
     axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
     axis += rank if axis < 0 else 0
     if not 0 <= axis < rank or not all(_is_known(sh[axis]) for sh in shapes):
         return None
+    dims: list[int | str] = [d for sh in shapes for d in (sh[axis],) if d is not None]
     try:
-        return axis, dim_sum([sh[axis] for sh in shapes])
+        return axis, dim_sum(dims)
     except EvalFailure:
         return None
 
@@ -265,7 +267,7 @@ def _renamed_sums(types: dict[str, TypeProto], values, aliases: dict[str, str]) 
     for name in values:
         t = types.get(name)
         dims = shape_of(t)
-        if dims is not None and any(isinstance(d, str) and d in aliases for d in dims):
+        if t is not None and dims is not None and any(isinstance(d, str) and d in aliases for d in dims):
             new = _aliased(dims, aliases)
             renamed[name] = helper.make_tensor_type_proto(
                 t.tensor_type.elem_type, [d if _is_known(d) else None for d in new]
