@@ -260,6 +260,12 @@ def _known_aliases(
     return aliases
 
 
+def _concats(nodes: list[NodeProto], view) -> list[NodeProto]:
+    if view is not None:
+        return [view.node(n) for n in view.nodes_by_op("", "Concat")]
+    return [n for n in nodes if n.op_type == "Concat" and n.domain in ("", "ai.onnx")]
+
+
 def _renamed_sums(types: dict[str, TypeProto], values, aliases: dict[str, str]) -> dict[str, TypeProto]:
     """Types of ``values`` that name a dim by a sum an alias names otherwise (typed before
     the alias was known: a round that resolved the mask's length before the cache's)."""
@@ -328,10 +334,7 @@ def resolved_types(
     if not candidates:
         return {}
     facts: ShapeFacts = _ModelFacts(nodes, initializers, types) if view is None else view
-    if view is not None:
-        concats = [view.node(n) for n in view.nodes_by_op("", "Concat")]
-    else:
-        concats = [n for n in nodes if n.op_type == "Concat" and n.domain in ("", "ai.onnx")]
+    concats = _concats(nodes, view)
     aliases = _known_aliases(aliases, concats, types)
     better: dict[str, TypeProto] = {}
     for node in candidates:
@@ -406,10 +409,7 @@ def refine_computed_shapes(
                 types[name] = new
                 improved += 1
     # a sum typed before the Concat that names it was resolved: rename it everywhere
-    if view is not None:
-        concats = [view.node(n) for n in view.nodes_by_op("", "Concat")]
-    else:
-        concats = [n for n in nodes if n.op_type == "Concat" and n.domain in ("", "ai.onnx")]
+    concats = _concats(nodes, view)
     known = _known_aliases(aliases, concats, types)
     if known:
         types.update(_renamed_sums(types, (o for n in nodes for o in n.output if o), known))
