@@ -203,34 +203,35 @@ def test_falcon_multi_query_attention_is_fused_with_its_shared_key_and_value():
     assert_same_outputs(before, result.model, atol=1e-5)
 
 
+def _checked_extended(name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, Counter]:
+    """A test model, its extended-level result (which must pass the full check) and that
+    result's op counts."""
+    before = onnx.load(MODELS / name)
+    after = rewriter.optimize(before, level="extended").model
+    rewriter.check_model(after, full_check=True)
+    return before, after, Counter(n.op_type for n in after.graph.node)
+
+
 @pytest.mark.parametrize("past, new", [(3, 1), (0, 4), (2, 3)])
 def test_torchscript_llama_with_a_cache_and_dynamic_axes_gets_attention(past, new):
     # the mask's key length is Range(past + new): a sum of dims, which the present key
     # (Concat of past and new) declares as total_sequence_length
-    path = MODELS / "llama_kv_ts_dynamic.onnx"
-    before = onnx.load(path)
-    result = rewriter.optimize(before, level="extended")
-    ops = Counter(n.op_type for n in result.model.graph.node)
+    before, after, ops = _checked_extended("llama_kv_ts_dynamic.onnx")
     assert ops["RotaryEmbedding"] == 4 and ops["MultiHeadAttention"] == 2 and ops["Softmax"] == 0
-    rewriter.check_model(result.model, full_check=True)
     feeds = _llama_cache_feeds(0, past=past, new=new)
-    for want, got in zip(run(before, feeds), run(result.model, feeds)):
+    for want, got in zip(run(before, feeds), run(after, feeds)):
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
 
 
 def test_torchscript_sdpa_attention_keeps_fully_masked_rows_zero():
     # TorchScript's SDPA: a -inf mask and Where(IsNaN(p), 0, p); left padding leaves the
     # padded queries with nothing to attend to, rows the guard makes 0
-    path = MODELS / "llama_sdpa_ts_dynamic.onnx"
-    before = onnx.load(path)
-    result = rewriter.optimize(before, level="extended")
-    ops = Counter(n.op_type for n in result.model.graph.node)
+    before, after, ops = _checked_extended("llama_sdpa_ts_dynamic.onnx")
     assert ops["MultiHeadAttention"] == 2 and ops["IsNaN"] == 0 and ops["Softmax"] == 0
-    rewriter.check_model(result.model, full_check=True)
     rng = np.random.default_rng(5)
     mask = np.ones((2, 6), np.int64)
     mask[0, :3] = 0  # left padding
     feeds = {"input_ids": rng.integers(0, 128, (2, 6)).astype(np.int64), "attention_mask": mask}
-    for want, got in zip(run(before, feeds), run(result.model, feeds)):
+    for want, got in zip(run(before, feeds), run(after, feeds)):
         assert not np.isnan(got).any()
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
