@@ -14,7 +14,13 @@ Every model is built from a config with random weights (nothing is downloaded) a
                                               with past key/values as plain tensor inputs and
                                               present key/values as outputs (TorchScript with
                                               dynamic axes, dynamo with dynamic batch and past)
+  gemma qwen3 gptj phi stablelm olmo granite   more decoders, the same variants (DECODERS)
+  starcoder2 gpt_bigcode opt
   whisper_enc t5_enc clip_text bart_enc       encoders
+  roberta xlm_roberta electra albert mpnet    transformers encoders (ENCODERS), opset 18 for
+  deberta_v2                                  dynamo; roberta and albert also with SDPA
+  deit swin                                   vision transformers, 32x32 (deit also with SDPA)
+  hf_mobilenetv2 hf_resnet hf_regnet          transformers conv nets, as the conv nets below
   encoders_dyn14                              BERT and DistilBERT, dynamic axes at opset 14
   mobilenetv3 efficientnet convnext           conv nets written out in torch (no torchvision);
                                               also *_ts_bn with BatchNormalization kept
@@ -291,6 +297,36 @@ DECODERS = {
         "FalconForCausalLM",  # multi-query, parallel attn
         {"intermediate_size": None, "ffn_hidden_size": 128},
     ),
+    "gemma": (
+        "GemmaConfig",
+        "GemmaForCausalLM",  # (1 + w) RMSNorm, scaled embeddings, multi-query as gemma-2b
+        {"head_dim": 16, "num_key_value_heads": 1},
+    ),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"num_key_value_heads": 2, "head_dim": 16}),  # q/k RMSNorm, GQA
+    "gptj": (
+        "GPTJConfig",
+        "GPTJForCausalLM",  # interleaved rotary on the first rotary_dim, parallel attn; n_* via attribute_map
+        {"intermediate_size": None, "n_inner": 128, "rotary_dim": 8},
+    ),
+    "phi": ("PhiConfig", "PhiForCausalLM", {"partial_rotary_factor": 0.5}),  # Phi-2: LayerNorm, gelu_new, parallel
+    "stablelm": (
+        "StableLmConfig",
+        "StableLmForCausalLM",  # LayerNorm, partial rotary
+        {"partial_rotary_factor": 0.25, "num_key_value_heads": 4},
+    ),
+    "olmo": ("OlmoConfig", "OlmoForCausalLM", {}),  # LayerNorm without weights
+    "granite": ("GraniteConfig", "GraniteForCausalLM", {"num_key_value_heads": 2}),  # multipliers, GQA
+    "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM", {"num_key_value_heads": 2}),  # biases, GQA
+    "gpt_bigcode": (
+        "GPTBigCodeConfig",
+        "GPTBigCodeForCausalLM",  # multi-query, learned positions, no rotary
+        {"intermediate_size": None, "n_inner": 128, "multi_query": True},
+    ),
+    "opt": (
+        "OPTConfig",
+        "OPTForCausalLM",  # learned positions offset by 2, ReLU
+        {"intermediate_size": None, "ffn_dim": 128, "word_embed_proj_dim": 64},
+    ),
 }
 
 
@@ -517,6 +553,92 @@ def export_encoders_dyn14(out: Path) -> None:
                 dynamic_axes={n: {0: "batch", 1: "seq"} for n in names},
             ),
         )
+
+
+TEXT3 = ["input_ids", "attention_mask", "token_type_ids"]
+
+# family -> (config class, model class, inputs, config arguments beyond the common ones; None drops one)
+ENCODERS = {
+    "roberta": ("RobertaConfig", "RobertaModel", TEXT3, {}),  # positions from the padding mask
+    "xlm_roberta": ("XLMRobertaConfig", "XLMRobertaModel", TEXT3, {}),
+    "electra": ("ElectraConfig", "ElectraModel", TEXT3, {"embedding_size": 32}),  # embeddings_project
+    "albert": ("AlbertConfig", "AlbertModel", TEXT3, {"embedding_size": 32}),  # shared layer, projection
+    "mpnet": ("MPNetConfig", "MPNetModel", ["input_ids", "attention_mask"], {}),  # relative position bias
+    "deberta_v2": (
+        "DebertaV2Config",
+        "DebertaV2Model",  # disentangled attention (relative c2p and p2c)
+        TEXT3,
+        {"type_vocab_size": 2, "relative_attention": True, "pos_att_type": ["c2p", "p2c"], "position_buckets": 8},
+    ),
+}
+
+
+def export_encoder(out: Path, family: str, attention: str = "eager", prefix: str | None = None) -> None:
+    """A transformers encoder from ENCODERS in export_text's variants (last_hidden_state)."""
+    import transformers
+
+    config_name, model_name, names, extra = ENCODERS[family]
+    arguments = dict(
+        vocab_size=128,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=64,
+        attn_implementation=attention,
+    )
+    arguments.update(extra)
+    config = getattr(transformers, config_name)(**{k: v for k, v in arguments.items() if v is not None})
+    export_text(out, prefix or family, getattr(transformers, model_name)(config), names, dynamo_opset=18)
+
+
+# ---- transformers vision models --------------------------------------------------------------------
+
+
+def vision_model(config_name: str, model_name: str, **arguments) -> nn.Module:
+    """A transformers vision model returning last_hidden_state of pixel_values only."""
+    import transformers
+
+    config = getattr(transformers, config_name)(**arguments)
+    return HiddenState(getattr(transformers, model_name)(config), ["pixel_values"]).eval()
+
+
+def export_vision(out: Path, prefix: str, model: nn.Module, size: int) -> None:
+    """A transformer over (batch, 3, size, size) images in export_variants' variants (dynamic batch)."""
+    names = ["pixel_values"]
+    export_variants(model, (torch.randn(1, 3, size, size),), names, {"pixel_values": {0: "batch"}}, out, prefix, 18)
+
+
+def export_deit(out: Path, attention: str = "eager", prefix: str = "deit") -> None:
+    """DeiT: ViT with a distillation token next to the class token."""
+    model = vision_model(
+        "DeiTConfig",
+        "DeiTModel",
+        image_size=32,
+        patch_size=8,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        attn_implementation=attention,
+    )
+    export_vision(out, prefix, model, 32)
+
+
+def export_swin(out: Path) -> None:
+    """Swin: shifted-window attention with a relative position bias, patch merging."""
+    model = vision_model(
+        "SwinConfig",
+        "SwinModel",
+        image_size=32,
+        patch_size=4,
+        embed_dim=16,
+        depths=[1, 1],
+        num_heads=[1, 2],
+        window_size=4,
+        attn_implementation="eager",
+    )
+    export_vision(out, "swin", model, 32)
 
 
 # ---- conv nets (torchvision's layouts, small) ----------------------------------------------------
@@ -799,6 +921,44 @@ EXPORTS = {
     "mobilenetv3": lambda out: export_convnet(out, "mobilenetv3", MobileNetV3()),
     "efficientnet": lambda out: export_convnet(out, "efficientnet", EfficientNet()),
     "convnext": lambda out: export_convnet(out, "convnext", ConvNeXt()),
+    "gemma": lambda out: export_decoder(out, "gemma"),
+    "qwen3": lambda out: export_decoder(out, "qwen3"),
+    "gptj": lambda out: export_decoder(out, "gptj"),
+    "phi": lambda out: export_decoder(out, "phi"),
+    "stablelm": lambda out: export_decoder(out, "stablelm"),
+    "olmo": lambda out: export_decoder(out, "olmo"),
+    "granite": lambda out: export_decoder(out, "granite"),
+    "starcoder2": lambda out: export_decoder(out, "starcoder2"),
+    "gpt_bigcode": lambda out: export_decoder(out, "gpt_bigcode"),
+    "opt": lambda out: export_decoder(out, "opt"),
+    "roberta": lambda out: (export_encoder(out, "roberta"), export_encoder(out, "roberta", "sdpa", "roberta_sdpa")),
+    "xlm_roberta": lambda out: export_encoder(out, "xlm_roberta"),
+    "electra": lambda out: export_encoder(out, "electra"),
+    "albert": lambda out: (export_encoder(out, "albert"), export_encoder(out, "albert", "sdpa", "albert_sdpa")),
+    "mpnet": lambda out: export_encoder(out, "mpnet"),
+    "deberta_v2": lambda out: export_encoder(out, "deberta_v2"),
+    "deit": lambda out: (export_deit(out), export_deit(out, "sdpa", "deit_sdpa")),
+    "swin": export_swin,
+    # transformers conv nets at 64x64 through export_convnet (so also *_ts_bn)
+    "hf_mobilenetv2": lambda out: export_convnet(
+        out,
+        "hf_mobilenetv2",
+        vision_model(
+            "MobileNetV2Config", "MobileNetV2Model", image_size=64, depth_multiplier=0.35, finegrained_output=False
+        ),
+    ),
+    "hf_resnet": lambda out: export_convnet(
+        out,
+        "hf_resnet",  # bottleneck blocks
+        vision_model("ResNetConfig", "ResNetModel", embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1]),
+    ),
+    "hf_regnet": lambda out: export_convnet(
+        out,
+        "hf_regnet",  # grouped convs, squeeze-excite
+        vision_model(
+            "RegNetConfig", "RegNetModel", embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], groups_width=8
+        ),
+    ),
     "fp16": export_fp16,
     "quant": export_quant,
 }
