@@ -708,3 +708,122 @@ def test_slices_that_cut_an_axis_into_consecutive_parts_become_one_split():
 )
 def test_slices_that_do_not_partition_the_axis_stay(bounds):
     check(sliced(bounds), "SliceSplitFusion", False)
+
+
+# ------------------------------------------------------------------ padding and linear dims
+def pad_conv(pads, value=0.0, mode="constant", conv_attrs=None, opset=17):
+    """Pad(x) then a 3x3 Conv reading it (pads and value as initializers)."""
+    nodes = [
+        helper.make_node("Pad", ["x", "pads", "v"], ["p"], mode=mode),
+        helper.make_node("Conv", ["p", "w"], ["y"], kernel_shape=[3, 3], **(conv_attrs or {})),
+    ]
+    inits = [
+        init("pads", np.array(pads, np.int64)),
+        init("v", np.array(value, np.float32)),
+        init("w", rand(4, 3, 3, 3)),
+    ]
+    return model(nodes, [tensor("x", F, [1, 3, 9, 9])], [tensor("y", F, [None, 4, None, None])], inits, opset=opset)
+
+
+def test_zero_padding_of_spatial_axes_folds_into_the_conv():
+    after = check(pad_conv([0, 0, 1, 0, 0, 0, 0, 2], conv_attrs={"pads": [1, 1, 1, 1]}), "PadConvFusion", True)
+    (conv,) = after.graph.node
+    assert helper.get_attribute_value(next(a for a in conv.attribute if a.name == "pads")) == [2, 1, 1, 3]
+
+
+@pytest.mark.parametrize(
+    "pads, value, mode, conv_attrs",
+    [
+        ([1, 0, 1, 1, 0, 0, 1, 1], 0.0, "constant", None),  # pads the batch
+        ([0, 0, 1, 1, 0, 0, 1, 1], 0.5, "constant", None),  # not zeros
+        ([0, 0, 1, 1, 0, 0, 1, 1], 0.0, "reflect", None),
+        ([0, 0, -1, 0, 0, 0, 0, 0], 0.0, "constant", None),  # crops
+        ([0, 0, 1, 1, 0, 0, 1, 1], 0.0, "constant", {"auto_pad": "SAME_UPPER"}),
+    ],
+)
+def test_padding_the_conv_cannot_do_stays(pads, value, mode, conv_attrs):
+    check(pad_conv(pads, value, mode, conv_attrs), "PadConvFusion", False)
+
+
+def test_a_pad_of_nothing_is_eliminated():
+    check(pad_conv([0] * 8, value=1.0, mode="edge"), "PadElimination", True)
+
+
+def linear_dims_model():
+    """The dynamo exporter's length of the new positions of a cache: max(0, (past + 1) -
+    min(past, past + 1)) from the cache's Shape, reshaped to one element."""
+    nodes = [
+        helper.make_node("Shape", ["past"], ["s"], start=2, end=3),
+        helper.make_node("Squeeze", ["s"], ["p"]),
+        helper.make_node("Add", ["one", "p"], ["total"]),
+        helper.make_node("Min", ["p", "total"], ["low"]),
+        helper.make_node("Mul", ["minus", "low"], ["neg"]),
+        helper.make_node("Add", ["total", "neg"], ["diff"]),
+        helper.make_node("Max", ["zero", "diff"], ["len"]),
+        helper.make_node("Reshape", ["len", "flat"], ["t"]),
+        helper.make_node("Sub", ["total", "p"], ["again"]),
+        helper.make_node("Mul", ["p", "p"], ["square"]),
+        helper.make_node("Slice", ["m", "s", "end", "axis"], ["y"]),
+    ]
+    inits = [
+        init("one", np.array(1, np.int64)),
+        init("minus", np.array(-1, np.int64)),
+        init("zero", np.array(0, np.int64)),
+        init("flat", np.array([-1], np.int64)),
+        init("end", np.array([2**62], np.int64)),
+        init("axis", np.array([1], np.int64)),
+    ]
+    return model(
+        nodes,
+        [tensor("past", F, ["batch", 4, "past", 8]), tensor("m", F, ["batch", "past + 1"])],
+        [tensor("t", TensorProto.INT64, [1]), tensor("y", F, [None, None])],
+        inits,
+    )
+
+
+def test_dims_follow_linear_arithmetic_on_sizes():
+    from rewriter.expr.shape_values import shape_values
+    from rewriter.expr.values import EvalFailure
+    from rewriter.graph.model import ModelState
+
+    view = ModelState(linear_dims_model()).view
+    assert shape_values(view, "total") == ["past + 1"]
+    assert shape_values(view, "low") == ["past"]  # min(past, past + 1): they differ by 1
+    assert shape_values(view, "neg") == ["-1*past"]
+    assert shape_values(view, "t") == [1]  # the names cancel
+    assert shape_values(view, "again") == [1]
+    with pytest.raises(EvalFailure):
+        shape_values(view, "square")  # a product of two dims is no linear dim
+
+
+def test_a_slice_from_a_size_to_the_end_has_the_length_left():
+    from rewriter.graph.type_reading import shape_of
+    from rewriter.graph.types import infer_model_types
+
+    types = infer_model_types(linear_dims_model())
+    assert shape_of(types["y"]) == ["batch", 1]  # (past + 1) - past
+
+
+def test_a_tile_by_one_keeps_the_named_dim():
+    from rewriter.graph.type_reading import shape_of
+    from rewriter.graph.types import infer_model_types
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+        helper.make_node("Range", ["start", "n", "one"], ["r"]),
+        helper.make_node("Unsqueeze", ["r", "axes"], ["u"]),
+        helper.make_node("Tile", ["u", "reps"], ["y"]),
+    ]
+    m = model(
+        nodes,
+        [tensor("x", F, ["batch", "seq"])],
+        [tensor("y", TensorProto.INT64, [None, None])],
+        [
+            init("one", np.array(1, np.int64)),
+            init("start", np.array(0, np.int64)),
+            init("axes", np.array([1], np.int64)),
+            init("reps", np.array([1, 8], np.int64)),
+        ],
+    )
+    assert shape_of(infer_model_types(m)["y"]) == ["seq", 8]

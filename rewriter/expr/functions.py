@@ -474,6 +474,23 @@ def _zero_copies(target, source):
 
 
 @_value_fn(
+    "copies_agree",
+    "target, a, b",
+    "bool",
+    "every 0 entry of the Reshape target (a list) copies a dim that the shapes a and b both have at its index, "
+    "known and equal (a number or the same symbolic name): the target then means the same for either input",
+)
+def _copies_agree(target, a, b):
+    if not all(isinstance(v, list) for v in (target, a, b)):
+        return False
+    for i, d in enumerate(target):
+        if isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d == 0:
+            if i >= len(a) or i >= len(b) or a[i] is None or a[i] != b[i]:
+                return False
+    return True
+
+
+@_value_fn(
     "keeps_shape",
     "target, source, allowzero=0",
     "bool",

@@ -4,17 +4,24 @@ Exporters with dynamic axes build Reshape targets at run time:
 ``Concat(Unsqueeze(Gather(Shape(x), 0)), Unsqueeze(Gather(Shape(x), 1)), [-1], [32])``.
 The tensor is not constant, but what it holds is known in terms of x's dims: x's batch
 dim, x's sequence dim, -1, 32.  This module follows such a value back through the few ops
-shape arithmetic is made of (Shape, Gather, Slice, Concat, Unsqueeze, Squeeze, Cast,
-Identity, torch's expand(-1) Where, and Add of two dims: a sum, see ``dim_sum``) and
-returns one entry per element: an int (a known number), the dim's symbolic
-name (a string, as ``shape()`` reports it), or for a dim nobody named a token
-``"?<value>[<axis>]"`` that equals only the same dim of the same tensor.  Anything else (a
-value computed by arithmetic, a data-dependent shape) is unknown: the function fails, and
-the match is refused.
+shape arithmetic is made of (Shape, Gather, Slice, Concat, Unsqueeze, Squeeze, Reshape
+of one element, Cast, Identity, torch's expand(-1) Where) and returns one entry per
+element: an int (a known number), the dim's symbolic name (a string, as ``shape()``
+reports it), or for a dim nobody named a token ``"?<value>[<axis>]"`` that equals only
+the same dim of the same tensor.
+
+Dims also combine linearly, as the dynamo exporter computes a slice's length from symbolic
+sizes (``max(0, (past + 1) - min(past, past + 1))``): Add, Sub, Mul by a number, Neg, and
+Min/Max of dims whose difference is a number.  A combination is written as a name, terms
+sorted, the number last (``"past + 1"``, ``"a + -1*b"``; see ``dim_sum``), so equal sums
+get equal names; one that cancels to a number is that number.  Anything else (a product of
+two dims, a data-dependent shape) is unknown: the function fails, and the match is
+refused.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -64,7 +71,7 @@ def shape_values(graph: ShapeFacts, value: str, depth: int = 0) -> list[int | st
         for part in node.input:
             out += shape_values(graph, part, depth + 1)
         return out
-    if op in ("Unsqueeze", "Squeeze"):
+    if op in ("Unsqueeze", "Squeeze", "Reshape"):
         inner = shape_values(graph, node.input[0], depth + 1)
         if len(inner) != 1:
             raise EvalFailure(f"{op} of a shape with {len(inner)} elements")
@@ -82,35 +89,87 @@ def shape_values(graph: ShapeFacts, value: str, depth: int = 0) -> list[int | st
         return _slice(graph, node, shape_values(graph, node.input[0], depth + 1))
     if op == "Where":
         return _where_equal(graph, node, depth)
-    if op == "Add" and len(node.input) == 2:
-        left, right = (shape_values(graph, part, depth + 1) for part in node.input)
-        if len(left) != 1 or len(right) != 1:
-            raise EvalFailure("Add of shapes of more than one element")
-        return [dim_sum([left[0], right[0]])]
+    if op in _ARITHMETIC and len(node.input) == _ARITHMETIC[op][0]:
+        operands = [shape_values(graph, part, depth + 1) for part in node.input]
+        if any(len(o) != 1 for o in operands):
+            raise EvalFailure(f"{op} of shapes of more than one element")
+        return [_ARITHMETIC[op][1](*(o[0] for o in operands))]
     raise EvalFailure(f"'{value}' comes from {node.op_type}, not shape arithmetic")
 
 
 def dim_sum(dims: list[int | str]) -> int | str:
-    """The sum of dims as one dim: a number when all are numbers, else the name
-    ``"a + b + 3"`` (names sorted, the numbers added up last): the same dims give the same
-    name whatever the order they were added in (a KV cache's total length, past + new).
-    An unnamed dim (a ``?`` token) makes the sum unknown."""
-    names: list[str] = []
+    """The sum of dims as one dim: a number when the names cancel (or there are none), else
+    the name ``"a + b + 3"`` (terms sorted, a name's multiple as ``"-1*b"``, the number
+    last): the same dims give the same name whatever the order they were added in (a KV
+    cache's total length, past + new).  An unnamed dim (a ``?`` token) makes the sum
+    unknown."""
+    terms: dict[str, int] = {}
     number = 0
     for d in dims:
-        if not isinstance(d, str):
-            number += int(d)
-            continue
-        if d.startswith("?"):
-            raise EvalFailure("a sum of an unknown dim")
-        for term in d.split(" + "):  # (a sum made before)
-            if term.lstrip("-").isdigit():
-                number += int(term)
-            else:
-                names.append(term)
+        names, constant = _linear(d)
+        number += constant
+        for name, k in names.items():
+            terms[name] = terms.get(name, 0) + k
+    return _dim_of(terms, number)
+
+
+def dim_difference(a: int | str, b: int | str) -> int | str:
+    """a - b as one dim (see ``dim_sum``): a number when the names cancel."""
+    return dim_sum([a, _scaled(b, -1)])
+
+
+def _linear(d: int | str) -> tuple[dict[str, int], int]:
+    """A dim as its names' multiples and a number (the inverse of ``_dim_of``)."""
+    if not isinstance(d, str):
+        return {}, int(d)
+    if d.startswith("?"):
+        raise EvalFailure("arithmetic on an unknown dim")
+    terms: dict[str, int] = {}
+    number = 0
+    for term in d.split(" + "):  # (a sum made before)
+        factor, star, name = term.partition("*")
+        if term.lstrip("-").isdigit():
+            number += int(term)
+        elif star and factor.lstrip("-").isdigit() and name:
+            terms[name] = terms.get(name, 0) + int(factor)
+        else:
+            terms[term] = terms.get(term, 0) + 1
+    return terms, number
+
+
+def _dim_of(terms: dict[str, int], number: int) -> int | str:
+    names = [name if k == 1 else f"{k}*{name}" for name, k in sorted(terms.items()) if k]
     if not names:
         return number
-    return " + ".join(sorted(names) + ([str(number)] if number else []))
+    return " + ".join(names + ([str(number)] if number else []))
+
+
+def _scaled(d: int | str, factor: int | str) -> int | str:
+    if isinstance(factor, str):
+        d, factor = factor, d
+    if isinstance(factor, str):
+        raise EvalFailure("a product of two dims")
+    terms, number = _linear(d)
+    return _dim_of({name: k * int(factor) for name, k in terms.items()}, number * int(factor))
+
+
+def _extreme(pick, a: int | str, b: int | str) -> int | str:
+    """Min or Max of two dims whose difference is a number (``past`` and ``past + 1``)."""
+    difference = dim_difference(a, b)
+    if isinstance(difference, str):
+        raise EvalFailure("Min or Max of dims that differ by more than a number")
+    return a if pick(difference, 0) == difference else b
+
+
+# op -> (its number of inputs, the dim it computes from its operands' dims)
+_ARITHMETIC: dict[str, tuple[int, Callable[..., int | str]]] = {
+    "Add": (2, lambda a, b: dim_sum([a, b])),
+    "Sub": (2, dim_difference),
+    "Mul": (2, _scaled),
+    "Neg": (1, lambda a: _scaled(a, -1)),
+    "Min": (2, lambda a, b: _extreme(min, a, b)),
+    "Max": (2, lambda a, b: _extreme(max, a, b)),
+}
 
 
 def _where_equal(graph: ShapeFacts, node, depth: int) -> list[int | str]:

@@ -4,7 +4,7 @@ With dynamic axes exporters write ``Reshape(t, Concat(Gather(Shape(x), 0), ..., 
 onnx's shape inference cannot read such a target and names the output's dims ``unk__N``,
 fresh names equal to nothing: from there on two tensors of the same [batch, seq, hidden]
 shape no longer look alike, and rules that need equal shapes refuse.  Here the size inputs
-of Reshape, Expand and Range are read with ``dims()`` (expr/shape_values.py): where they
+of Reshape, Expand, Tile and Range are read with ``dims()`` (expr/shape_values.py): where they
 name a dim of another tensor whose name is known (``batch``), or a number, the output gets
 it (a single -1 of a Reshape is what is left of the input's dims); an elementwise op's
 unnamed dim takes the one known size its inputs agree on (broadcasting in a model that
@@ -19,7 +19,7 @@ from functools import cached_property
 import numpy as np
 from onnx import NodeProto, TensorProto, TypeProto, ValueInfoProto, helper, numpy_helper
 
-from ..expr.shape_values import ShapeFacts, dim_sum, shape_values
+from ..expr.shape_values import ShapeFacts, dim_difference, dim_sum, shape_values
 from ..expr.values import EvalFailure
 from .type_reading import FRESH_DIM, fully_known, is_known_dim, known_dim_count, shape_of
 
@@ -153,6 +153,9 @@ def _target_dims(node: NodeProto, target: list, source: list, current: list | No
             offset = len(target) - len(source)
             if d == 1:
                 d = source[axis - offset] if axis >= offset else 1
+        elif node.op_type == "Tile":  # repeats: 1 keeps the input's dim, a number multiplies a number
+            have = source[axis]
+            d = have if d == 1 else (have * d if isinstance(have, int) and isinstance(d, int) else None)
         old = current[axis] if current is not None and axis < len(current) else None
         dims.append(d if _is_known(d) else old)
     return dims
@@ -174,6 +177,50 @@ def _range_length(facts: ShapeFacts, node: NodeProto) -> int | str | None:
     except (EvalFailure, ValueError):
         return None
     return limit if _is_known(limit) else None
+
+
+def _sliced_dims(facts: ShapeFacts, node: NodeProto, source: list | None, current: list | None) -> list | None:
+    """A Slice's output dims where one axis is cut from a start that is a size (a number,
+    or a dim read from a shape, as the dynamo exporter slices a cache's new positions:
+    ``x[:, past:]`` of ``past + 1``) to the end: that axis keeps ``dim - start`` elements
+    when the difference is a number (or the start is 0), which proves the start lies within
+    the dim; the other axes keep the input's dims.  Steps 1; None when anything is unsure."""
+    inputs = list(node.input) + [""] * (5 - len(node.input))
+    if source is None or current is None or len(source) != len(current) or not all(inputs[1:3]):
+        return None
+    axes = facts.constant(inputs[3]) if inputs[3] else np.arange(len(source))
+    steps = facts.constant(inputs[4]) if inputs[4] else None
+    ends = facts.constant(inputs[2])
+    if axes is None or ends is None or (inputs[4] and (steps is None or np.any(steps != 1))):
+        return None
+    axes, ends = np.atleast_1d(axes), np.atleast_1d(ends)
+    try:
+        starts = shape_values(facts, inputs[1])
+    except EvalFailure:
+        return None
+    if len(axes) != 1 or len(starts) != 1 or len(ends) != 1 or not -len(source) <= int(axes[0]) < len(source):
+        return None
+    axis, start = int(axes[0]) % len(source), starts[0]
+    dim = source[axis]
+    if not _is_known(dim) or int(ends[0]) < (dim if isinstance(dim, int) else np.iinfo(np.int32).max):
+        return None  # (a symbolic dim is only surely covered by an INT_MAX-style end)
+    if not _nonnegative(start):
+        return None
+    try:
+        length = dim if start == 0 else dim_difference(dim, start)
+    except EvalFailure:
+        return None
+    if start != 0 and not (isinstance(length, int) and length >= 0):
+        return None
+    dims = [length if i == axis else (d if _is_known(d) else source[i]) for i, d in enumerate(current)]
+    return dims if sum(map(_is_known, dims)) > sum(map(_is_known, current)) else None
+
+
+def _nonnegative(d: int | str) -> bool:
+    """A number >= 0, or a sum of named sizes (each >= 0) plus a number >= 0."""
+    if isinstance(d, int):
+        return d >= 0
+    return not d.startswith("?") and all(not t.startswith("-") and "*" not in t for t in d.split(" + "))
 
 
 def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto | None:
@@ -205,7 +252,7 @@ def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto |
     return helper.make_tensor_type_proto(types[out].tensor_type.elem_type, [d if _is_known(d) else None for d in dims])
 
 
-_COMPUTED_SHAPES = ("Reshape", "Expand", "Range")
+_COMPUTED_SHAPES = ("Reshape", "Expand", "Range", "Tile", "Slice")
 _CANDIDATE_OPS = frozenset(_COMPUTED_SHAPES) | _BROADCASTING | {"Concat"}
 
 
@@ -353,6 +400,11 @@ def resolved_types(
                 length = aliases.get(length, length) if isinstance(length, str) else length
                 better[out] = helper.make_tensor_type_proto(types[out].tensor_type.elem_type, [length])
             continue
+        if node.op_type == "Slice":
+            sliced = _sliced_dims(facts, node, shape_of(types.get(node.input[0])), current)
+            if sliced is not None:
+                better[out] = helper.make_tensor_type_proto(types[out].tensor_type.elem_type, sliced)
+            continue
         try:
             target = shape_values(facts, node.input[1])
         except EvalFailure:
@@ -360,7 +412,9 @@ def resolved_types(
         source = shape_of(types.get(node.input[0]))
         if source is None:
             continue
-        if node.op_type == "Expand" and len(source) > len(target):
+        if (node.op_type == "Expand" and len(source) > len(target)) or (
+            node.op_type == "Tile" and len(source) != len(target)
+        ):
             continue
         dims = _target_dims(node, _aliased(target, aliases), source, current)
         known_before = sum(_is_known(d) for d in current) if current is not None else -1
