@@ -827,3 +827,10 @@ def test_a_tile_by_one_keeps_the_named_dim():
         ],
     )
     assert shape_of(infer_model_types(m)["y"]) == ["seq", 8]
+
+
+def test_a_sum_over_a_fresh_dim_is_as_unknown_as_the_dim():
+    from rewriter.graph.type_reading import is_known_dim
+
+    assert is_known_dim("past + 1") and is_known_dim("a + -1*b") and is_known_dim(3)
+    assert not is_known_dim("2*unk__11") and not is_known_dim("batch + unk__2") and not is_known_dim("?x[0] + 1")

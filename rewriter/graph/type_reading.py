@@ -86,8 +86,13 @@ FRESH_DIM = "unk__"  # how onnx's inference names a dim it cannot tell
 
 def is_known_dim(dim) -> bool:
     """A number, or a name a user or exporter gave (not onnx's fresh ``unk__``, not a
-    ``dims()`` token for an unnamed dim)."""
-    return isinstance(dim, int) or (isinstance(dim, str) and not dim.startswith((FRESH_DIM, "?")))
+    ``dims()`` token for an unnamed dim), or a sum of such names' multiples (``dims()``
+    arithmetic: ``"past + 1"``; one over a fresh name is as unknown as the name)."""
+    if isinstance(dim, int):
+        return True
+    return isinstance(dim, str) and not any(
+        term.rpartition("*")[2].startswith((FRESH_DIM, "?")) for term in dim.split(" + ")
+    )
 
 
 def _read(type_proto: TypeProto) -> tuple[tuple[int | str | None, ...] | None, int]:
