@@ -331,24 +331,18 @@ DECODERS = {
 
 
 def decoder_model(family: str, attention: str = "eager") -> nn.Module:
-    import transformers
 
     config_name, model_name, extra = DECODERS[family]
-    arguments = dict(
-        vocab_size=128,
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=128,
+    return tiny_transformer(
+        config_name,
+        model_name,
+        extra,
+        attention,
         max_position_embeddings=128,
         pad_token_id=0,
         bos_token_id=1,
         eos_token_id=2,
-        attn_implementation=attention,
-    )
-    arguments.update(extra)
-    config = getattr(transformers, config_name)(**{k: v for k, v in arguments.items() if v is not None})
-    return getattr(transformers, model_name)(config).eval()
+    ).eval()
 
 
 def export_decoder(
@@ -575,21 +569,29 @@ ENCODERS = {
 
 def export_encoder(out: Path, family: str, attention: str = "eager", prefix: str | None = None) -> None:
     """A transformers encoder from ENCODERS in export_text's variants (last_hidden_state)."""
-    import transformers
 
     config_name, model_name, names, extra = ENCODERS[family]
+    model = tiny_transformer(config_name, model_name, extra, attention, max_position_embeddings=64)
+    export_text(out, prefix or family, model, names, dynamo_opset=18)
+
+
+def tiny_transformer(config_name: str, model_name: str, extra: dict, attention: str, **arguments):
+    """A random-weight transformers model of the corpus's size (2 layers, hidden 64, 4 heads,
+    vocabulary 128): ``arguments`` then the family's ``extra`` (a None there drops the key)."""
+    import transformers
+
     arguments = dict(
         vocab_size=128,
         hidden_size=64,
         num_hidden_layers=2,
         num_attention_heads=4,
         intermediate_size=128,
-        max_position_embeddings=64,
         attn_implementation=attention,
+        **arguments,
     )
     arguments.update(extra)
     config = getattr(transformers, config_name)(**{k: v for k, v in arguments.items() if v is not None})
-    export_text(out, prefix or family, getattr(transformers, model_name)(config), names, dynamo_opset=18)
+    return getattr(transformers, model_name)(config)
 
 
 # ---- transformers vision models --------------------------------------------------------------------
