@@ -164,3 +164,74 @@ def test_layout_runs_only_for_the_cpu_provider():
     before = conv_chain()
     after = rewriter.optimize(before, level="layout", providers="CUDA").model
     assert not nchwc_ops(after)
+
+
+def squeeze_excitation(batch: int | str = 1) -> onnx.ModelProto:
+    """Conv -> SE (global pool, two 1x1 FC convs, Sigmoid gate, Mul) -> Conv -> global pool ->
+    Flatten: the head and the FC layers run on 1x1 tensors."""
+    block = nchwc_block_size()
+    c, r = 2 * block, 4
+    nodes = [
+        conv("x", "a", "w0", 3, c),
+        (helper.make_node("Relu", ["a"], ["ar"]), []),
+        (helper.make_node("GlobalAveragePool", ["ar"], ["g"]), []),
+        (
+            helper.make_node("Conv", ["g", "f1"], ["h"]),
+            [init("f1", RNG.standard_normal((r, c, 1, 1)).astype(np.float32))],
+        ),
+        (helper.make_node("Relu", ["h"], ["hr"]), []),
+        (
+            helper.make_node("Conv", ["hr", "f2"], ["e"]),
+            [init("f2", RNG.standard_normal((c, r, 1, 1)).astype(np.float32))],
+        ),
+        (helper.make_node("Sigmoid", ["e"], ["gate"]), []),
+        (helper.make_node("Mul", ["ar", "gate"], ["m"]), []),
+        conv("m", "b", "w1", c, c),
+        (helper.make_node("GlobalAveragePool", ["b"], ["p"]), []),
+        (helper.make_node("Flatten", ["p"], ["y"]), []),
+    ]
+    return model(
+        [n for n, _ in nodes],
+        [tensor("x", F, [batch, 3, 8, 8])],
+        [tensor("y", F, [batch, c])],
+        [i for _, ii in nodes for i in ii],
+    )
+
+
+@pytest.mark.parametrize("batch", [1, "N"])
+def test_one_by_one_tensors_skip_reorders_and_fc_layers_stay_nchw(batch):
+    # [N, C, 1, 1] with aligned C is laid out alike blocked or not: no reorder for the pooled
+    # head nor the SE branch; the FC convs of a 1x1 input stay NCHW (a symbolic batch too)
+    after = layout(squeeze_excitation(batch))
+    ops = nchwc_ops(after)
+    assert ops["GlobalAveragePool"] == 2 and ops["Conv"] == 2
+    # only the SE multiply (a broadcast, NCHW) needs the blocked tensor out and back in
+    assert ops["ReorderOutput"] == 1 and ops["ReorderInput"] == 1
+    fc = [n for n in after.graph.node if n.op_type in ("Conv", "FusedConv") and n.domain != "com.microsoft.nchwc"]
+    assert len(fc) == 2
+
+
+def test_a_pool_of_an_nchw_tensor_stays_nchw():
+    block = nchwc_block_size()
+    nodes = [
+        (helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[2, 2], strides=[2, 2]), []),
+        conv("p", "y", "w0", block, block),
+    ]
+    after = layout(blocked_model(nodes, block, block, size=6))
+    # (no reorder in for the pool alone: the Conv reorders its input once either way)
+    pool = next(n for n in after.graph.node if n.op_type == "MaxPool")
+    assert pool.domain == "" and nchwc_ops(after)["ReorderInput"] == 1
+
+
+def test_a_conv_of_few_channels_reads_the_blocked_tensor_directly():
+    # half a block of channels between two blocked convs: no reorder out and back between
+    block = nchwc_block_size()
+    half = block // 2
+    before = model(
+        [conv("x", "a", "w0", 3, half)[0], conv("a", "y", "w1", half, block)[0]],
+        [tensor("x", F, [1, 3, 6, 6])],
+        [tensor("y", F, [1, block, 6, 6])],
+        conv("x", "a", "w0", 3, half)[1] + conv("a", "y", "w1", half, block)[1],
+    )
+    after = layout(before)
+    assert nchwc_ops(after) == {"Conv": 2, "ReorderOutput": 1}

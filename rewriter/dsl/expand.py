@@ -311,8 +311,8 @@ class Fragments:
             raise _error(f"fragment '{fragment.name}' names a parameter twice", fragment.pos)
         body = tuple(self.expand(fragment.body))
         expanded_size(body, f"fragment '{fragment.name}'", fragment.pos)
-        if not any(isinstance(i, A.Equation) for i in body):
-            raise _error(f"fragment '{fragment.name}' has no equation", fragment.pos)
+        if not any(isinstance(i, (A.Equation, A.Let)) for i in body):  # (lets alone: a value several rules compute)
+            raise _error(f"fragment '{fragment.name}' has no equation or let", fragment.pos)
         self.defined[fragment.name] = dataclasses.replace(fragment, body=body)
 
     def expand(self, items: Iterable) -> list:
