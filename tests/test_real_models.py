@@ -159,8 +159,9 @@ def test_all_levels_lay_convolutions_out_like_onnxruntime(name):
     assert_same_outputs(original, result.model, atol=1e-4)
     rewriter.check_model(result.model, full_check=True)
     nchwc = Counter(n.op_type for n in result.model.graph.node if n.domain == "com.microsoft.nchwc")
-    assert nchwc["Conv"] > 0 and nchwc["ReorderOutput"] > 0
-    assert len(result.model.graph.node) <= ort_node_count(path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    assert nchwc["Conv"] > 0 and nchwc["GlobalAveragePool"] == 1
+    # the pooled [N, C, 1, 1] head needs no reorder out (ONNX Runtime reorders it)
+    assert len(result.model.graph.node) < ort_node_count(path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
     assert_fixpoint(result.model, "all")
 
 
