@@ -61,6 +61,34 @@ def test_each_instance_matches_its_own_op_and_constant(op, value, fused):
     assert_same_outputs(before, after)
 
 
+def test_a_fragment_of_lets_alone_computes_a_value_under_the_rules_names():
+    text = (
+        HEADER
+        + """
+fragment Reciprocal(w, r) { let r = 1.0 / w }
+rule DivByConstant root y {
+    y = Div(x, w)
+  where const(w)
+  use Reciprocal(w, inverse)
+  => y = Mul(x, inverse)
+}
+"""
+    )
+    rule = rewriter.load_pack_text(text).rules[0]
+    assert [let.name for let in rule.lets] == ["inverse"]
+    m = model(
+        [helper.make_node("Div", ["x", "w"], ["y"])],
+        [tensor("x", shape=[2, 3])],
+        [tensor("y", shape=[2, 3])],
+        [init("w", np.array([1.0, 2.0, 3.0], np.float32))],
+    )
+    after = optimize_with(m, text).model
+    assert ops(after) == {"Mul": 1}
+    assert_same_outputs(m, after)
+    with pytest.raises(RuleError, match="has no equation or let"):
+        rewriter.load_pack_text(HEADER + "fragment Empty(x) { where rank(x) == 2 }\n")
+
+
 def test_a_named_constraint_reads_like_a_function_and_matches_as_if_written_out():
     text = (
         HEADER
