@@ -235,3 +235,22 @@ def test_a_conv_of_few_channels_reads_the_blocked_tensor_directly():
     )
     after = layout(before)
     assert nchwc_ops(after) == {"Conv": 2, "ReorderOutput": 1}
+
+
+def test_a_residual_conv_of_few_channels_reads_nchw_and_keeps_the_residual_blocked():
+    # a bottleneck's last conv (a quarter block of input channels) plus the block's input:
+    # it reads its NCHW input and takes the blocked residual as its Sum input
+    block = nchwc_block_size()
+    quarter = block // 4
+    nodes = [
+        conv("x", "a", "w0", 3, block),
+        conv("a", "b", "w1", block, quarter),
+        (helper.make_node("Relu", ["b"], ["br"]), []),
+        conv("br", "c", "w2", quarter, block),
+        (helper.make_node("Add", ["c", "a"], ["s"]), []),
+        (helper.make_node("Relu", ["s"], ["y"]), []),
+    ]
+    before = blocked_model(nodes, 3, block)
+    after = layout(before)
+    assert [n.op_type for n in after.graph.node if n.domain != "com.microsoft.nchwc"] == []
+    assert nchwc_ops(after) == {"Conv": 3, "ReorderOutput": 2}
