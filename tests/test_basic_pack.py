@@ -282,6 +282,17 @@ def test_conv_mul_fusion_refuses_spatial_scale():
     check(m, "ConvMulFusion", False)
 
 
+def test_conv_mul_fusion_refuses_a_scale_that_would_fold_to_nan():
+    # an infinite scale times the zero weights: NaN weights, where the output was infinite
+    scale = np.ones((4, 1, 1), np.float32)
+    scale[0] = np.inf
+    m = conv_model([helper.make_node("Mul", ["c", "s"], ["y"])], inits=[init("s", scale)])
+    for w in m.graph.initializer:
+        if w.name == "W":
+            w.CopyFrom(init("W", np.zeros((4, 3, 3, 3), np.float32)))
+    check(m, "ConvMulFusion", False)
+
+
 def bn(inputs_prefix="", eps=1e-3, channels=4, **attrs):
     node = helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["y"], epsilon=eps, **attrs)
     inits = [
@@ -311,6 +322,12 @@ def test_conv_batchnorm_fusion_refuses_non_constant_statistics():
     m = conv_model([node], inits=[i for i in inits if i.name != "mean"])
     m.graph.input.append(tensor("mean", F, [4]))
     check(m, "ConvBatchNormFusion", False)
+
+
+def test_conv_batchnorm_fusion_refuses_a_zero_variance_without_epsilon():
+    node, inits = bn(eps=0.0)
+    inits = [init("var", np.zeros(4, np.float32)) if i.name == "var" else i for i in inits]
+    check(conv_model([node], inits=inits), "ConvBatchNormFusion", False)
 
 
 def test_conv_batchnorm_fusion_in_an_old_opset():

@@ -161,3 +161,24 @@ def test_an_in_order_gather_of_every_element_is_a_reshape():
     before = convnext_like(1, "reduce")
     after = optimized(before, "basic")
     assert ops(after)["Gather"] == 0
+
+
+@pytest.mark.parametrize(
+    ("dtype", "weight", "scale", "folded"),
+    [
+        (np.float16, 1.0, 2.0, True),
+        (np.float16, 100.0, 1000.0, False),  # 1e5 overflows float16; (x @ W) * g may not
+        (np.float32, 0.0, np.inf, False),  # inf * 0 = NaN
+    ],
+)
+def test_a_scale_is_folded_only_where_the_folded_weights_are_finite(dtype, weight, scale, folded):
+    # (on CUDA: the CPU computes float16 models in float32, see partition/float16.py)
+    kind = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    before = model(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Mul", ["h", "g"], ["y"])],
+        [tensor("x", kind, [1, 2, 4])],
+        [tensor("y", kind, [1, 2, 4])],
+        [init("w", np.full((4, 4), weight, dtype)), init("g", np.array([scale, 1, 1, 1], dtype))],
+    )
+    after = rewriter.optimize(before, level="extended", providers="CUDA").model
+    assert ops(after)["Mul"] == (0 if folded else 1)
