@@ -24,6 +24,18 @@ Every model is built from a config with random weights (nothing is downloaded) a
   encoders_dyn14                              BERT and DistilBERT, dynamic axes at opset 14
   mobilenetv3 efficientnet convnext           conv nets written out in torch (no torchvision);
                                               also *_ts_bn with BatchNormalization kept
+  bloom mpt codegen gpt_neo gemma2 gemma3     decoders added for a held-out style check (ALiBi,
+  cohere nemotron persimmon biogpt xglm       sliding windows, soft-capping, squared ReLU,
+  olmo2 glm helium smollm3                    q/k norms)
+  camembert roformer mobilebert esm           more ENCODERS (rotary encoders, bottlenecks,
+  megatron_bert data2vec_text modernbert      pre-LN, GeGLU, span convolutions)
+  ernie convbert
+  beit dinov2 data2vec_vision siglip_vision   vision transformers, 32x32
+  clip_vision yolos swinv2
+  convnextv2 poolformer bit segformer         transformers conv and hybrid nets, 64x64, as
+  mobilevit levit hf_efficientnet             the conv nets below
+  mobilenet_v1
+  wav2vec2 wav2vec2_stable hubert             speech encoders over raw audio, dynamic length
   fp16                                        fp16 copies (keep_io_types) of BERT, GPT-2, ViT,
                                               Llama exports: *_fp16.onnx
   quant                                       QDQ (quantize_static) and dynamic-quantized copies
@@ -31,7 +43,8 @@ Every model is built from a config with random weights (nothing is downloaded) a
 Names: {family}[_kv]_{ts_static|ts_dynamic|ts_opset14|ts_dynamic_opset14|ts_bn|dynamo}[_fp16|_qdq|_qdyn].onnx.
 Dynamo exports of the original set use the exporter's default opset, the newer families opset 18.
 An export that fails is reported (-v: with its traceback) and skipped; every model written is
-loaded in onnxruntime and deleted (with its external data) when it does not load.
+loaded in onnxruntime and run once on bench/snapshot.py's feeds, and deleted (with its
+external data) when it does not load or run.
 """
 
 from __future__ import annotations
@@ -39,6 +52,7 @@ from __future__ import annotations
 import sys
 import tempfile
 import traceback
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -118,8 +132,9 @@ def export_variants(
 ) -> None:
     """One model in the exporter variants users produce: TorchScript at opset 17 with static
     and dynamic axes, TorchScript at opset 14 (LayerNormalization decomposed), dynamo (at
-    dynamo_opset, else the exporter's default).  A failing export is reported, not raised."""
-    model = model.eval()
+    dynamo_opset, else the exporter's default).  A failing export is reported, not raised.
+    Parameters stop requiring grad: TorchScript refuses to fold a cached tensor that does."""
+    model = model.eval().requires_grad_(False)
     for suffix, opset, axes in (("ts_static", 17, None), ("ts_dynamic", 17, dynamic), ("ts_opset14", 14, None)):
         attempt(
             f"{prefix}_{suffix}",
@@ -327,6 +342,49 @@ DECODERS = {
         "OPTForCausalLM",  # learned positions offset by 2, ReLU
         {"intermediate_size": None, "ffn_dim": 128, "word_embed_proj_dim": 64},
     ),
+    "bloom": ("BloomConfig", "BloomForCausalLM", {"intermediate_size": None}),  # ALiBi, embedding LayerNorm
+    "mpt": (
+        "MptConfig",
+        "MptForCausalLM",  # ALiBi, LayerNorm without bias
+        {"intermediate_size": None, "expansion_ratio": 2, "max_seq_len": 128},
+    ),
+    "codegen": (
+        "CodeGenConfig",
+        "CodeGenForCausalLM",  # interleaved partial rotary, qkv in one mixed projection
+        {"intermediate_size": None, "n_inner": 128, "rotary_dim": 8, "n_ctx": 128},
+    ),
+    "gpt_neo": (
+        "GPTNeoConfig",
+        "GPTNeoForCausalLM",  # alternating global and local (windowed) attention, unscaled scores
+        {"attention_types": [[["global", "local"], 1]], "window_size": 8},
+    ),
+    "gemma2": (
+        "Gemma2Config",
+        "Gemma2ForCausalLM",  # sandwich norms, logit soft-capping, sliding window
+        {"head_dim": 16, "num_key_value_heads": 2, "sliding_window": 8},
+    ),
+    "gemma3": (
+        "Gemma3TextConfig",
+        "Gemma3ForCausalLM",  # q/k RMSNorm, local and global layers
+        {"head_dim": 16, "num_key_value_heads": 2, "sliding_window": 8},
+    ),
+    "cohere": ("CohereConfig", "CohereForCausalLM", {"num_key_value_heads": 2}),  # LayerNorm without bias, parallel
+    "nemotron": (
+        "NemotronConfig",
+        "NemotronForCausalLM",  # LayerNorm1P, squared ReLU, partial rotary
+        {"num_key_value_heads": 2, "head_dim": 16, "partial_rotary_factor": 0.5},
+    ),
+    "persimmon": ("PersimmonConfig", "PersimmonForCausalLM", {}),  # q/k LayerNorm, squared ReLU, partial rotary
+    "biogpt": ("BioGptConfig", "BioGptForCausalLM", {}),  # learned positions, scaled embeddings
+    "xglm": (
+        "XGLMConfig",
+        "XGLMForCausalLM",  # sinusoidal positions; d_model/ffn_dim via attribute_map
+        {"intermediate_size": None, "ffn_dim": 128},
+    ),
+    "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {}),  # post-norm residuals, q/k RMSNorm over all heads
+    "glm": ("GlmConfig", "GlmForCausalLM", {"num_key_value_heads": 2, "head_dim": 16}),  # interleaved partial rotary
+    "helium": ("HeliumConfig", "HeliumForCausalLM", {"num_key_value_heads": 2, "head_dim": 16}),
+    "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", {"num_key_value_heads": 2}),  # some layers without rotary
 }
 
 
@@ -564,6 +622,38 @@ ENCODERS = {
         TEXT3,
         {"type_vocab_size": 2, "relative_attention": True, "pos_att_type": ["c2p", "p2c"], "position_buckets": 8},
     ),
+    "camembert": ("CamembertConfig", "CamembertModel", TEXT3, {}),
+    "roformer": ("RoFormerConfig", "RoFormerModel", TEXT3, {"embedding_size": 64}),  # rotary in an encoder
+    "mobilebert": (
+        "MobileBertConfig",
+        "MobileBertModel",  # bottlenecks, NoNorm (elementwise affine), stacked FFNs
+        TEXT3,
+        {"embedding_size": 32, "intra_bottleneck_size": 32, "true_hidden_size": 32},
+    ),
+    "esm": (
+        "EsmConfig",
+        "EsmModel",  # rotary, pre-LN
+        ["input_ids", "attention_mask"],
+        {"position_embedding_type": "rotary", "pad_token_id": 1, "mask_token_id": 2, "token_dropout": False},
+    ),
+    "megatron_bert": ("MegatronBertConfig", "MegatronBertModel", TEXT3, {}),  # pre-LN BERT
+    "data2vec_text": ("Data2VecTextConfig", "Data2VecTextModel", TEXT3, {}),
+    "modernbert": (
+        "ModernBertConfig",
+        "ModernBertModel",  # rotary, GeGLU, alternating local attention, no biases
+        ["input_ids", "attention_mask"],
+        {
+            "local_attention": 8,
+            "global_attn_every_n_layers": 2,
+            "pad_token_id": 0,
+            "bos_token_id": 1,
+            "eos_token_id": 2,
+            "cls_token_id": 1,
+            "sep_token_id": 2,
+        },
+    ),
+    "ernie": ("ErnieConfig", "ErnieModel", TEXT3, {}),
+    "convbert": ("ConvBertConfig", "ConvBertModel", TEXT3, {"embedding_size": 64}),  # span-based dynamic conv
 }
 
 
@@ -597,18 +687,47 @@ def tiny_transformer(config_name: str, model_name: str, extra: dict, attention: 
 # ---- transformers vision models --------------------------------------------------------------------
 
 
-def vision_model(config_name: str, model_name: str, **arguments) -> nn.Module:
-    """A transformers vision model returning last_hidden_state of pixel_values only."""
+def vision_model(config_name: str, model_name: str, inputs: tuple = ("pixel_values",), **arguments) -> nn.Module:
+    """A transformers model of ``inputs`` (pixel_values unless told) returning last_hidden_state only."""
     import transformers
 
     config = getattr(transformers, config_name)(**arguments)
-    return HiddenState(getattr(transformers, model_name)(config), ["pixel_values"]).eval()
+    return HiddenState(getattr(transformers, model_name)(config), list(inputs)).eval()
 
 
 def export_vision(out: Path, prefix: str, model: nn.Module, size: int) -> None:
     """A transformer over (batch, 3, size, size) images in export_variants' variants (dynamic batch)."""
     names = ["pixel_values"]
     export_variants(model, (torch.randn(1, 3, size, size),), names, {"pixel_values": {0: "batch"}}, out, prefix, 18)
+
+
+VIT_SIZE = dict(
+    image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128
+)
+
+
+def export_audio(out: Path, prefix: str, config_name: str, model_name: str, **arguments) -> None:
+    """A speech encoder over (batch, samples) of raw audio: two feature-extractor convs, the
+    corpus's transformer size, dynamic batch and length."""
+    model = vision_model(
+        config_name,
+        model_name,
+        ("input_values",),
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        conv_dim=(16, 16),
+        conv_stride=(5, 2),
+        conv_kernel=(10, 3),
+        num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=4,
+        **arguments,
+    )
+    names = ["input_values"]
+    export_variants(
+        model, (torch.randn(1, 1600),), names, {"input_values": {0: "batch", 1: "samples"}}, out, prefix, 18
+    )
 
 
 def export_deit(out: Path, attention: str = "eager", prefix: str = "deit") -> None:
@@ -963,7 +1082,134 @@ EXPORTS = {
     ),
     "fp16": export_fp16,
     "quant": export_quant,
+    # vision transformers at 32x32 (patch 8, hidden 64, 2 layers, 4 heads)
+    "beit": lambda out: export_vision(
+        out, "beit", vision_model("BeitConfig", "BeitModel", **VIT_SIZE, use_relative_position_bias=True), 32
+    ),
+    "dinov2": lambda out: export_vision(out, "dinov2", vision_model("Dinov2Config", "Dinov2Model", **VIT_SIZE), 32),
+    "data2vec_vision": lambda out: export_vision(
+        out, "data2vec_vision", vision_model("Data2VecVisionConfig", "Data2VecVisionModel", **VIT_SIZE), 32
+    ),
+    "siglip_vision": lambda out: export_vision(
+        out, "siglip_vision", vision_model("SiglipVisionConfig", "SiglipVisionModel", **VIT_SIZE), 32
+    ),
+    "clip_vision": lambda out: export_vision(
+        out, "clip_vision", vision_model("CLIPVisionConfig", "CLIPVisionModel", **VIT_SIZE), 32
+    ),
+    "yolos": lambda out: export_vision(
+        out,
+        "yolos",
+        vision_model("YolosConfig", "YolosModel", **{**VIT_SIZE, "image_size": [32, 32]}, num_detection_tokens=4),
+        32,
+    ),
+    "swinv2": lambda out: export_vision(
+        out,
+        "swinv2",  # scaled cosine attention, continuous position bias (an MLP), post-norm
+        vision_model(
+            "Swinv2Config",
+            "Swinv2Model",
+            image_size=32,
+            patch_size=4,
+            embed_dim=16,
+            depths=[1, 1],
+            num_heads=[1, 2],
+            window_size=4,
+        ),
+        32,
+    ),
+    # transformers conv / hybrid nets at 64x64 through export_convnet
+    "convnextv2": lambda out: export_convnet(
+        out,
+        "convnextv2",
+        vision_model("ConvNextV2Config", "ConvNextV2Model", num_stages=2, hidden_sizes=[16, 32], depths=[1, 1]),
+    ),  # global response normalization
+    "poolformer": lambda out: export_convnet(
+        out,
+        "poolformer",  # GroupNorm(1), average-pool token mixer, LayerScale
+        vision_model(
+            "PoolFormerConfig",
+            "PoolFormerModel",
+            hidden_sizes=[16, 32],
+            depths=[1, 1],
+            num_encoder_blocks=2,
+            patch_sizes=[7, 3],
+            strides=[4, 2],
+            padding=[2, 1],
+        ),
+    ),
+    "bit": lambda out: export_convnet(
+        out,
+        "bit",  # weight-standardized convs, pre-activation, GroupNorm
+        vision_model("BitConfig", "BitModel", embedding_size=32, hidden_sizes=[128, 256], depths=[1, 1]),
+    ),
+    "segformer": lambda out: export_convnet(
+        out,
+        "segformer",  # overlapping patch embeddings, reduced-key attention, Mix-FFN depthwise conv
+        vision_model(
+            "SegformerConfig",
+            "SegformerModel",
+            num_encoder_blocks=2,
+            depths=[1, 1],
+            sr_ratios=[2, 1],
+            hidden_sizes=[16, 32],
+            num_attention_heads=[1, 2],
+            patch_sizes=[7, 3],
+            strides=[4, 2],
+            decoder_hidden_size=32,
+        ),
+    ),
+    "mobilevit": lambda out: export_convnet(
+        out,
+        "mobilevit",  # convs unfolded into patches for attention and folded back
+        vision_model(
+            "MobileViTConfig",
+            "MobileViTModel",
+            image_size=64,
+            hidden_sizes=[32, 40, 48],
+            neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64],
+        ),
+    ),
+    "levit": lambda out: export_convnet(
+        out,
+        "levit",  # BatchNorm-ed linear layers, attention with biases, Hardswish
+        vision_model(
+            "LevitConfig",
+            "LevitModel",
+            image_size=64,
+            hidden_sizes=[32, 48],
+            num_attention_heads=[2, 3],
+            depths=[1, 1],
+            key_dim=[8, 8],
+            drop_path_rate=0,
+            mlp_ratio=[2, 2],
+            attention_ratio=[2, 2],
+            down_ops=[["Subsample", 8, 2, 4, 2, 2]],
+        ),
+    ),
+    "hf_efficientnet": lambda out: export_convnet(
+        out,
+        "hf_efficientnet",
+        vision_model(
+            "EfficientNetConfig",
+            "EfficientNetModel",
+            image_size=64,
+            width_coefficient=0.25,
+            depth_coefficient=0.2,
+            hidden_dim=320,
+        ),
+    ),
+    "mobilenet_v1": lambda out: export_convnet(
+        out, "mobilenet_v1", vision_model("MobileNetV1Config", "MobileNetV1Model", image_size=64, depth_multiplier=0.25)
+    ),
+    # speech encoders over raw audio (a conv feature extractor, a conv position embedding)
+    "wav2vec2": lambda out: export_audio(out, "wav2vec2", "Wav2Vec2Config", "Wav2Vec2Model", feat_extract_norm="group"),
+    "wav2vec2_stable": lambda out: export_audio(
+        out, "wav2vec2_stable", "Wav2Vec2Config", "Wav2Vec2Model", feat_extract_norm="layer", do_stable_layer_norm=True
+    ),
+    "hubert": lambda out: export_audio(out, "hubert", "HubertConfig", "HubertModel"),
 }
+EXPORTS.update({f: partial(export_decoder, family=f) for f in DECODERS if f not in EXPORTS})
+EXPORTS.update({f: partial(export_encoder, family=f) for f in ENCODERS if f not in EXPORTS})
 
 
 def external_files(path: Path) -> list[Path]:
@@ -978,9 +1224,12 @@ def external_files(path: Path) -> list[Path]:
 
 
 def drop_unloadable(target: Path, names: list[str]) -> None:
-    """Load each model in onnxruntime (CPU; optimizations at the default and off); delete one
-    that fails, with its external data."""
+    """Load each model in onnxruntime (CPU; optimizations at the default and off) and run it
+    once on the benchmarks' feeds (other sizes than the export's: a TorchScript trace can bake
+    a shape in); delete one that fails, with its external data."""
+    import onnx
     import onnxruntime as ort
+    from snapshot import feeds_for
 
     for name in names:
         path = target / name
@@ -988,11 +1237,12 @@ def drop_unloadable(target: Path, names: list[str]) -> None:
             for level in (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
                 options = ort.SessionOptions()
                 options.graph_optimization_level, options.log_severity_level = level, 4
-                ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+                session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            session.run(None, feeds_for(onnx.load(path, load_external_data=False)))
         except Exception as error:
             message = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
-            FAILURES.append(f"{name}: does not load in onnxruntime, deleted: {message}")
-            print(f"{name}: does not load in onnxruntime, deleted: {message}")
+            FAILURES.append(f"{name}: does not run in onnxruntime, deleted: {message}")
+            print(f"{name}: does not run in onnxruntime, deleted: {message}")
             for file in [path, *external_files(path)]:
                 file.unlink(missing_ok=True)
 

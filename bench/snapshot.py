@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-DIM_SIZES = {"past_sequence_length": 3, "total_sequence_length": 5}  # any other symbolic dim: 2
+DIM_SIZES = {"past_sequence_length": 3, "total_sequence_length": 5, "samples": 800}  # any other symbolic dim: 2
 DEFAULT_DIM = 2
 TOLERANCE = {"fp32": 1e-4, "fp16": 2e-2}
 

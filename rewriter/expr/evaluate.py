@@ -193,6 +193,8 @@ def _compare(op: str, left: object, right: object) -> bool:
         if type(left) is list or type(right) is list:  # (comparing nested lists takes time)
             budget.charge_elements(budget.list_elements(left) + budget.list_elements(right), 8, "a comparison of lists")
         return bool(_COMPARE[op](left, right))
+    if left is None and op in ("in", "not in") and isinstance(right, list):
+        return bool(_COMPARE[op](left, right))  # `none in shape(x)`: x has an unknown dim
     if left is None or right is None:
         return (left is right) if op == "==" else (left is not right) if op == "!=" else False
     if isinstance(left, list) and isinstance(right, np.ndarray):

@@ -118,6 +118,33 @@ def dim_difference(a: int | str, b: int | str) -> int | str:
     return dim_sum([a, _scaled(b, -1)])
 
 
+def dim_ratio(d: int | str, multiplier: int, divisor: int) -> int | str | None:
+    """d * multiplier / divisor as one dim (see ``dim_sum``) when every term divides exactly
+    (``4*batch`` / 4 is ``batch``; ``2*b`` / 4 is not known); None otherwise.  What a
+    Reshape's -1 stands for when heads move into or out of the batch axis."""
+    try:
+        terms, number = _linear(d)
+    except EvalFailure:
+        return None
+    terms = {name: k * multiplier for name, k in terms.items()}
+    number *= multiplier
+    if divisor <= 0 or number % divisor or any(k % divisor for k in terms.values()):
+        return None
+    return _dim_of({name: k // divisor for name, k in terms.items()}, number // divisor)
+
+
+def dim_multiple(d: int | str) -> tuple[str, int] | None:
+    """(name, k) when the dim d is k times one name (``4*batch``, ``batch``); else None."""
+    try:
+        terms, number = _linear(d)
+    except EvalFailure:
+        return None
+    if number or len(terms) != 1:
+        return None
+    ((name, k),) = terms.items()
+    return (name, k) if k > 0 else None
+
+
 def _linear(d: int | str) -> tuple[dict[str, int], int]:
     """A dim as its names' multiples and a number (the inverse of ``_dim_of``)."""
     if not isinstance(d, str):

@@ -19,11 +19,11 @@ from functools import cached_property
 import numpy as np
 from onnx import NodeProto, TensorProto, TypeProto, ValueInfoProto, helper, numpy_helper
 
-from ..expr.shape_values import ShapeFacts, dim_difference, dim_sum, shape_values
+from ..expr.shape_values import ShapeFacts, dim_difference, dim_multiple, dim_ratio, dim_sum, shape_values
 from ..expr.values import EvalFailure
 from .type_reading import FRESH_DIM, fully_known, is_known_dim, known_dim_count, shape_of
 
-_ROUNDS = 3
+_ROUNDS = 6
 _BROADCASTING = {
     "Add",
     "Sub",
@@ -118,24 +118,35 @@ class _ModelFacts:
 
 def _inferred_minus_one(source: list, target: list) -> object:
     """The dim a single -1 in a Reshape target stands for: the source's dims left after
-    taking out the target's other dims (by name, then numbers); None when unsure."""
+    taking out the target's other dims (by name, then numbers), one name scaled by a
+    number at most; None when unsure."""
     rest = [d for d in target if d != -1]
     if target.count(-1) != 1 or not all(_is_known(d) for d in rest + source):
         return None
     left = list(source)
-    numbers = []
+    numbers, factors = [], []  # the target's numbers; what the source's names carried
     for d in rest:
         if isinstance(d, str):
-            if d not in left:
+            if d in left:
+                left.remove(d)
+                continue
+            # heads moved between the batch axis and their own: 4*batch against batch and 4
+            multiple = dim_multiple(d)
+            same = next((e for e in left if multiple and dim_multiple(e) and dim_multiple(e)[0] == multiple[0]), None)
+            if same is None:
                 return None
-            left.remove(d)
+            left.remove(same)
+            numbers.append(multiple[1])
+            factors.append(dim_multiple(same)[1])
         else:
             numbers.append(d)
     named = [d for d in left if isinstance(d, str)]
-    have = int(np.prod([d for d in left if isinstance(d, int)], dtype=np.int64))
+    have = int(np.prod([d for d in left if isinstance(d, int)] + factors, dtype=np.int64))
     want = int(np.prod(numbers, dtype=np.int64)) if numbers else 1
     if len(named) == 1 and have == want:
         return named[0]
+    if len(named) == 1 and have and want:  # heads folded into or out of the batch: 4*batch
+        return dim_ratio(named[0], have, want)
     if not named and want and have % want == 0:
         return have // want
     return None
