@@ -116,6 +116,19 @@ class _ModelFacts:
         return shape_of(self.types.get(value))
 
 
+def _same_name(d: str, dims: list) -> tuple[object, int, int] | None:
+    """(e, k, j) for the first e of dims that is j times the one name d is k times of
+    (``4*batch`` and ``batch``); None when there is none."""
+    mine = dim_multiple(d)
+    if mine is None:
+        return None
+    for e in dims:
+        theirs = dim_multiple(e)
+        if theirs is not None and theirs[0] == mine[0]:
+            return e, mine[1], theirs[1]
+    return None
+
+
 def _inferred_minus_one(source: list, target: list) -> object:
     """The dim a single -1 in a Reshape target stands for: the source's dims left after
     taking out the target's other dims (by name, then numbers), one name scaled by a
@@ -131,13 +144,13 @@ def _inferred_minus_one(source: list, target: list) -> object:
                 left.remove(d)
                 continue
             # heads moved between the batch axis and their own: 4*batch against batch and 4
-            multiple = dim_multiple(d)
-            same = next((e for e in left if multiple and dim_multiple(e) and dim_multiple(e)[0] == multiple[0]), None)
-            if same is None:
+            found = _same_name(d, left)
+            if found is None:
                 return None
+            same, k, j = found
             left.remove(same)
-            numbers.append(multiple[1])
-            factors.append(dim_multiple(same)[1])
+            numbers.append(k)
+            factors.append(j)
         else:
             numbers.append(d)
     named = [d for d in left if isinstance(d, str)]
