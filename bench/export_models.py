@@ -704,6 +704,7 @@ def export_vision(out: Path, prefix: str, model: nn.Module, size: int) -> None:
 VIT_SIZE = dict(
     image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128
 )
+SWIN_SIZE = dict(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[1, 2], window_size=4)
 
 
 def export_audio(out: Path, prefix: str, config_name: str, model_name: str, **arguments) -> None:
@@ -732,33 +733,13 @@ def export_audio(out: Path, prefix: str, config_name: str, model_name: str, **ar
 
 def export_deit(out: Path, attention: str = "eager", prefix: str = "deit") -> None:
     """DeiT: ViT with a distillation token next to the class token."""
-    model = vision_model(
-        "DeiTConfig",
-        "DeiTModel",
-        image_size=32,
-        patch_size=8,
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=128,
-        attn_implementation=attention,
-    )
+    model = vision_model("DeiTConfig", "DeiTModel", **VIT_SIZE, attn_implementation=attention)
     export_vision(out, prefix, model, 32)
 
 
 def export_swin(out: Path) -> None:
     """Swin: shifted-window attention with a relative position bias, patch merging."""
-    model = vision_model(
-        "SwinConfig",
-        "SwinModel",
-        image_size=32,
-        patch_size=4,
-        embed_dim=16,
-        depths=[1, 1],
-        num_heads=[1, 2],
-        window_size=4,
-        attn_implementation="eager",
-    )
+    model = vision_model("SwinConfig", "SwinModel", **SWIN_SIZE, attn_implementation="eager")
     export_vision(out, "swin", model, 32)
 
 
@@ -1105,16 +1086,7 @@ EXPORTS = {
     "swinv2": lambda out: export_vision(
         out,
         "swinv2",  # scaled cosine attention, continuous position bias (an MLP), post-norm
-        vision_model(
-            "Swinv2Config",
-            "Swinv2Model",
-            image_size=32,
-            patch_size=4,
-            embed_dim=16,
-            depths=[1, 1],
-            num_heads=[1, 2],
-            window_size=4,
-        ),
+        vision_model("Swinv2Config", "Swinv2Model", **SWIN_SIZE),
         32,
     ),
     # transformers conv / hybrid nets at 64x64 through export_convnet
