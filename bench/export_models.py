@@ -193,7 +193,9 @@ def text_inputs(names: list[str]) -> tuple:
     mask = torch.ones(1, 16, dtype=torch.int64)
     mask[0, 12:] = 0  # padding, so the mask matters
     types = torch.zeros(1, 16, dtype=torch.int64)
-    return tuple({"input_ids": ids, "attention_mask": mask, "token_type_ids": types}[n] for n in names)
+    boxes = torch.arange(16).view(1, 16, 1) * torch.tensor([1, 2, 3, 4])  # LayoutLM's (x0, y0, x1, y1), no RNG
+    inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types, "bbox": boxes}
+    return tuple(inputs[n] for n in names)
 
 
 def export_text(out: Path, prefix: str, model: nn.Module, names: list[str], dynamo_opset: int | None = None) -> None:
@@ -444,19 +446,6 @@ def export_decoder(
     }
     axes.update({n: {0: "batch", 2: "past_sequence_length"} for n in past_names})
     axes.update({n: {0: "batch", 2: "total_sequence_length"} for n in output_names[1:]})
-    attempt(
-        f"{prefix}_kv_ts_dynamic",
-        lambda: torch.onnx.export(
-            step,
-            (ids, mask, *past),
-            out / f"{prefix}_kv_ts_dynamic.onnx",
-            dynamo=False,
-            opset_version=17,
-            input_names=names + past_names,
-            output_names=output_names,
-            dynamic_axes=axes,
-        ),
-    )
     # dynamo: dynamic batch and past; the step is one token (the mask is past + 1 long)
     batch, past_length = Dim("batch", min=1, max=64), Dim("past_sequence_length", min=1, max=100)
     shapes = {
@@ -464,18 +453,185 @@ def export_decoder(
         "attention_mask": {0: batch, 1: past_length + 1},
         "past": tuple({0: batch, 2: past_length} for _ in past),
     }
+    export_step(out, f"{prefix}_kv", step, (ids, mask, *past), names + past_names, output_names, axes, shapes)
+
+
+def export_step(
+    out: Path, prefix: str, step: nn.Module, args: tuple, names: list, output_names: list, axes: dict, shapes: dict
+) -> None:
+    """One decoding step with a cache: {prefix}_ts_dynamic (TorchScript, dynamic_axes ``axes``)
+    and {prefix}_dynamo (opset 18, dynamic_shapes ``shapes``)."""
     attempt(
-        f"{prefix}_kv_dynamo",
+        f"{prefix}_ts_dynamic",
         lambda: torch.onnx.export(
             step,
-            (ids, mask, *past),
-            out / f"{prefix}_kv_dynamo.onnx",
+            args,
+            out / f"{prefix}_ts_dynamic.onnx",
+            dynamo=False,
+            opset_version=17,
+            input_names=names,
+            output_names=output_names,
+            dynamic_axes=axes,
+        ),
+    )
+    attempt(
+        f"{prefix}_dynamo",
+        lambda: torch.onnx.export(
+            step,
+            args,
+            out / f"{prefix}_dynamo.onnx",
             dynamo=True,
             opset_version=18,
-            input_names=names + past_names,
+            input_names=names,
             output_names=output_names,
             dynamic_shapes=shapes,
         ),
+    )
+
+
+# ---- seq2seq decoders (cross-attention) ----------------------------------------------------------
+
+
+class CrossDecoderStep(nn.Module):
+    """One step of a seq2seq decoder over plain tensors: (input_ids, the encoder's attention
+    mask where the family takes one, then per layer the self-attention past key and value and
+    the cross-attention key and value) -> (last_hidden_state, present self-attention key and
+    value of each layer), as optimum's decoder_with_past.  The cross-attention reads its cached
+    keys and values; the encoder's hidden states are no input (the decoder gets zeros shaped
+    like them: it runs cross-attention only when given some)."""
+
+    def __init__(self, inner: nn.Module, names: list[str], hidden: int) -> None:
+        super().__init__()
+        self.inner, self.names, self.hidden = inner, names, hidden
+
+    def forward(self, *args):
+        from transformers import EncoderDecoderCache
+
+        kwargs = dict(zip(self.names, args))
+        past = args[len(self.names) :]
+        cross = past[2]  # (batch, heads, encoder length, head dim)
+        kwargs["encoder_hidden_states"] = cross.new_zeros(cross.shape[0], cross.shape[2], self.hidden)
+        cache = EncoderDecoderCache([past[i : i + 4] for i in range(0, len(past), 4)])
+        out = self.inner(**kwargs, past_key_values=cache, use_cache=True)
+        presents = []
+        for layer in out.past_key_values.self_attention_cache.layers:
+            presents += [layer.keys, layer.values]
+        return (out.last_hidden_state, *presents)
+
+
+BART_SIZE = dict(
+    vocab_size=128,
+    d_model=64,
+    encoder_layers=2,
+    decoder_layers=2,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+    encoder_ffn_dim=128,
+    decoder_ffn_dim=128,
+    max_position_embeddings=64,
+    pad_token_id=0,
+    bos_token_id=1,
+    eos_token_id=2,
+    decoder_start_token_id=1,
+)
+CROSS = ["input_ids", "encoder_hidden_states", "encoder_attention_mask"]
+
+# family -> (config class, encoder-decoder model class, decoder inputs, config arguments; None drops one)
+SEQ2SEQ_DECODERS = {
+    "whisper_dec": (
+        "WhisperConfig",
+        "WhisperModel",  # learned positions, pre-LN, GELU; no encoder mask
+        CROSS[:2],
+        # use_cache: without a cache (even an empty one) the causal mask looks for packed
+        # sequences with aten::diff, which TorchScript cannot export
+        {
+            **BART_SIZE,
+            "max_position_embeddings": None,
+            "max_target_positions": 64,
+            "num_mel_bins": 16,
+            "use_cache": True,
+        },
+    ),
+    "bart_dec": ("BartConfig", "BartModel", CROSS, BART_SIZE),  # post-LN, positions offset by 2
+    "mbart_dec": ("MBartConfig", "MBartModel", CROSS, BART_SIZE),  # pre-LN, final LayerNorm
+    "marian_dec": (
+        "MarianConfig",
+        "MarianModel",  # sinusoidal positions, scaled embeddings, SiLU
+        CROSS,
+        {**BART_SIZE, "scale_embedding": True, "activation_function": "swish"},
+    ),
+    "pegasus_dec": ("PegasusConfig", "PegasusModel", CROSS, {**BART_SIZE, "scale_embedding": True}),  # sinusoidal
+    "t5_dec": (
+        "T5Config",
+        "T5Model",  # RMSNorm, relative position bias, no scaling of scores
+        CROSS,
+        dict(vocab_size=128, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4, pad_token_id=0),
+    ),
+}
+
+
+def export_seq2seq_decoder(out: Path, family: str, kv: bool = False) -> None:
+    """The decoder of an encoder-decoder model over (input_ids, encoder_hidden_states
+    [, encoder_attention_mask]) -> last_hidden_state in export_variants' variants; with kv
+    also {family}_kv_{ts_dynamic,dynamo}: one step over a self-attention past of 4 tokens and
+    cross-attention keys and values of 6 encoder positions."""
+    import transformers
+    from torch.export import Dim
+
+    config_name, model_name, names, arguments = SEQ2SEQ_DECODERS[family]
+    arguments = {"use_cache": False, "attn_implementation": "eager", **arguments}
+    config = getattr(transformers, config_name)(**{k: v for k, v in arguments.items() if v is not None})
+    decoder = getattr(transformers, model_name)(config).get_decoder().eval().requires_grad_(False)
+    hidden = torch.randn(2, 6, config.d_model)
+    mask = torch.ones(2, 6, dtype=torch.int64)
+    mask[1, 4:] = 0  # padding, so the mask matters
+    inputs = {
+        "input_ids": torch.randint(3, 128, (2, 8)),
+        "encoder_hidden_states": hidden,
+        "encoder_attention_mask": mask,
+    }
+    axes = {"input_ids": {0: "batch", 1: "sequence_length"}}
+    axes.update({n: {0: "batch", 1: "encoder_sequence_length"} for n in names[1:]})
+    args = tuple(inputs[n][:1] for n in names)
+    export_variants(HiddenState(decoder, names), args, names, axes, out, family, dynamo_opset=18)
+    if not kv:
+        return
+    with torch.no_grad():  # the past: a prefill of 4 tokens over the 6 encoder positions
+        prefill = {**inputs, "input_ids": inputs["input_ids"][:, :4]}
+        cache = decoder(**{n: prefill[n] for n in names}, use_cache=True).past_key_values
+    past = []
+    for own, cross in zip(cache.self_attention_cache.layers, cache.cross_attention_cache.layers):
+        past += [own.keys, own.values, cross.keys, cross.values]
+    layers = len(past) // 4
+    step_names = [n for n in names if n != "encoder_hidden_states"]
+    past_names = [
+        f"past_key_values.{i}.{side}.{kind}"
+        for i in range(layers)
+        for side in ("decoder", "encoder")
+        for kind in ("key", "value")
+    ]
+    output_names = ["last_hidden_state"] + [
+        f"present.{i}.decoder.{kind}" for i in range(layers) for kind in ("key", "value")
+    ]
+    step_axes = {n: axes[n] for n in step_names}
+    step_axes.update(
+        {
+            n: {0: "batch", 2: "past_sequence_length" if ".decoder." in n else "encoder_sequence_length"}
+            for n in past_names
+        }
+    )
+    step_axes.update({n: {0: "batch", 2: "total_sequence_length"} for n in output_names[1:]})
+    batch = Dim("batch", min=1, max=64)
+    past_length, encoder_length = (
+        Dim("past_sequence_length", min=1, max=100),
+        Dim("encoder_sequence_length", min=1, max=100),
+    )
+    shapes = [{0: batch}] + [{0: batch, 1: encoder_length}] * (len(step_names) - 1)
+    shapes += [{0: batch, 2: past_length if ".decoder." in n else encoder_length} for n in past_names]
+    step = CrossDecoderStep(decoder, step_names, config.d_model).eval()
+    step_args = (inputs["input_ids"][:, 4:5], *(inputs[n] for n in step_names[1:]), *past)
+    export_step(
+        out, f"{family}_kv", step, step_args, step_names + past_names, output_names, step_axes, {"args": tuple(shapes)}
     )
 
 
@@ -654,6 +810,26 @@ ENCODERS = {
     ),
     "ernie": ("ErnieConfig", "ErnieModel", TEXT3, {}),
     "convbert": ("ConvBertConfig", "ConvBertModel", TEXT3, {"embedding_size": 64}),  # span-based dynamic conv
+    "funnel": (
+        "FunnelConfig",
+        "FunnelModel",  # pooled (funnel) blocks, relative attention, upsampling decoder
+        TEXT3,
+        {"num_hidden_layers": None, "intermediate_size": None, "block_sizes": [1, 1], "d_head": 16, "d_inner": 128},
+    ),
+    "squeezebert": ("SqueezeBertConfig", "SqueezeBertModel", TEXT3, {"embedding_size": 64}),  # grouped 1x1 convs
+    "xlnet": (
+        "XLNetConfig",
+        "XLNetModel",  # two-stream relative attention (content stream only without a target mapping)
+        TEXT3,
+        {"intermediate_size": None, "d_inner": 128, "d_head": 16, "max_position_embeddings": None},
+    ),
+    "layoutlm": ("LayoutLMConfig", "LayoutLMModel", ["input_ids", "bbox", "attention_mask", "token_type_ids"], {}),
+    "rembert": (
+        "RemBertConfig",
+        "RemBertModel",  # decoupled input embeddings, projected up
+        TEXT3,
+        {"input_embedding_size": 32, "output_embedding_size": 32},
+    ),
 }
 
 
@@ -695,10 +871,11 @@ def vision_model(config_name: str, model_name: str, inputs: tuple = ("pixel_valu
     return HiddenState(getattr(transformers, model_name)(config), list(inputs)).eval()
 
 
-def export_vision(out: Path, prefix: str, model: nn.Module, size: int) -> None:
-    """A transformer over (batch, 3, size, size) images in export_variants' variants (dynamic batch)."""
-    names = ["pixel_values"]
-    export_variants(model, (torch.randn(1, 3, size, size),), names, {"pixel_values": {0: "batch"}}, out, prefix, 18)
+def export_vision(out: Path, prefix: str, model: nn.Module, size: int, **inputs: torch.Tensor) -> None:
+    """A transformer over (batch, 3, size, size) images (and ``inputs``: name -> example) in
+    export_variants' variants (dynamic batch)."""
+    inputs = {"pixel_values": torch.randn(1, 3, size, size), **inputs}
+    export_variants(model, tuple(inputs.values()), list(inputs), {n: {0: "batch"} for n in inputs}, out, prefix, 18)
 
 
 VIT_SIZE = dict(
@@ -892,38 +1069,48 @@ def export_convnet(out: Path, prefix: str, model: nn.Module) -> None:
 
 # ---- fp16 and quantized copies ---------------------------------------------------------------------
 
-FP16_SOURCES = [
-    "bert_ts_static",
-    "bert_ts_dynamic",
-    "bert_dynamo",
-    "gpt2_ts_static",
-    "gpt2_ts_dynamic",
-    "vit_ts_static",
-    "vit_dynamo",
-    "llama_ts_static",
-    "llama_ts_dynamic",
-    "llama_dynamo",
-    "llama_kv_ts_dynamic",
-]
 
-
-def export_fp16(out: Path) -> None:
-    """fp16 copies (inputs and outputs stay fp32) of fresh BERT, GPT-2, ViT and Llama exports."""
+def export_fp16(out: Path, sources: list[tuple] | None = None) -> None:
+    """fp16 copies (inputs and outputs stay fp32) of fresh exports: ``sources`` pairs an
+    export function (out -> None) with the names of its exports to convert (FP16_SOURCES:
+    BERT, GPT-2, ViT and Llama)."""
     import onnx
     from onnxruntime.transformers.float16 import convert_float_to_float16
 
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp)
-        export_bert(source), export_gpt2(source), export_vit(source), export_decoder(source, "llama")
-        for name in FP16_SOURCES:
-            if (source / f"{name}.onnx").exists():
-                attempt(
-                    f"{name}_fp16",
-                    lambda: onnx.save(
-                        convert_float_to_float16(onnx.load(source / f"{name}.onnx"), keep_io_types=True),
-                        out / f"{name}_fp16.onnx",
-                    ),
-                )
+        for export, names in sources or FP16_SOURCES:
+            export(source)
+            for name in names:
+                if (source / f"{name}.onnx").exists():
+                    attempt(
+                        f"{name}_fp16",
+                        lambda: onnx.save(
+                            convert_float_to_float16(onnx.load(source / f"{name}.onnx"), keep_io_types=True),
+                            out / f"{name}_fp16.onnx",
+                        ),
+                    )
+
+
+FP16_SOURCES = [
+    (export_bert, ["bert_ts_static", "bert_ts_dynamic", "bert_dynamo"]),
+    (export_gpt2, ["gpt2_ts_static", "gpt2_ts_dynamic"]),
+    (export_vit, ["vit_ts_static", "vit_dynamo"]),
+    (
+        partial(export_decoder, family="llama"),
+        ["llama_ts_static", "llama_ts_dynamic", "llama_dynamo", "llama_kv_ts_dynamic"],
+    ),
+]
+FP16_MORE_SOURCES = [
+    (partial(export_decoder, family="qwen2"), ["qwen2_ts_dynamic", "qwen2_kv_dynamo"]),
+    (partial(export_decoder, family="phi3", kv=False), ["phi3_dynamo"]),
+    (partial(export_decoder, family="gemma", kv=False), ["gemma_ts_dynamic"]),
+    (export_clip_text, ["clip_text_ts_dynamic"]),
+    (export_whisper_encoder, ["whisper_enc_dynamo"]),
+    (export_deit, ["deit_ts_static"]),
+    (lambda out: export_convnet(out, "convnext", ConvNeXt()), ["convnext_ts_static"]),
+    (export_t5_encoder, ["t5_enc_ts_dynamic"]),
+]
 
 
 class RandomReader:
@@ -1062,6 +1249,7 @@ EXPORTS = {
         ),
     ),
     "fp16": export_fp16,
+    "fp16_more": partial(export_fp16, sources=FP16_MORE_SOURCES),
     "quant": export_quant,
     # vision transformers at 32x32 (patch 8, hidden 64, 2 layers, 4 heads)
     "beit": lambda out: export_vision(
@@ -1179,8 +1367,161 @@ EXPORTS = {
         out, "wav2vec2_stable", "Wav2Vec2Config", "Wav2Vec2Model", feat_extract_norm="layer", do_stable_layer_norm=True
     ),
     "hubert": lambda out: export_audio(out, "hubert", "HubertConfig", "HubertModel"),
+    "wavlm": lambda out: export_audio(out, "wavlm", "WavLMConfig", "WavLMModel"),  # gated relative position bias
+    "sew": lambda out: export_audio(out, "sew", "SEWConfig", "SEWModel", squeeze_factor=2),  # squeezed sequence
+    "sew_d": lambda out: export_audio(
+        out, "sew_d", "SEWDConfig", "SEWDModel", squeeze_factor=2, position_buckets=16, max_relative_positions=32
+    ),  # disentangled attention as DeBERTa-v2
+    "data2vec_audio": lambda out: export_audio(out, "data2vec_audio", "Data2VecAudioConfig", "Data2VecAudioModel"),
+    "unispeech": lambda out: export_audio(out, "unispeech", "UniSpeechConfig", "UniSpeechModel"),
+    "ast": lambda out: export_variants(
+        vision_model(  # a ViT over (batch, frames, mel bins) spectrograms, overlapping patches
+            "ASTConfig",
+            "ASTModel",
+            ("input_values",),
+            **VIT_SIZE,
+            max_length=32,
+            num_mel_bins=16,
+            frequency_stride=4,
+            time_stride=4,
+        ),
+        (torch.randn(1, 32, 16),),
+        ["input_values"],
+        {"input_values": {0: "batch"}},
+        out,
+        "ast",
+        18,
+    ),
+    # more vision transformers at 32x32
+    "vit_mae": lambda out: export_vision(
+        out,
+        "vit_mae",  # patches shuffled by argsort of a noise input (mask_ratio 0 keeps them all)
+        vision_model("ViTMAEConfig", "ViTMAEModel", ("pixel_values", "noise"), **VIT_SIZE, mask_ratio=0.0),
+        32,
+        noise=torch.rand(1, 16),
+    ),
+    "vit_msn": lambda out: export_vision(out, "vit_msn", vision_model("ViTMSNConfig", "ViTMSNModel", **VIT_SIZE), 32),
+    "ijepa": lambda out: export_vision(out, "ijepa", vision_model("IJepaConfig", "IJepaModel", **VIT_SIZE), 32),
+    "dpt": lambda out: export_vision(out, "dpt", vision_model("DPTConfig", "DPTModel", **VIT_SIZE), 32),
+    # more transformers conv and hybrid nets at 64x64
+    "pvt_v2": lambda out: export_convnet(
+        out,
+        "pvt_v2",  # overlapping patch embeddings, spatial-reduction attention, depthwise-conv MLP
+        vision_model(
+            "PvtV2Config",
+            "PvtV2Model",
+            image_size=64,
+            num_encoder_blocks=2,
+            depths=[1, 1],
+            sr_ratios=[2, 1],
+            hidden_sizes=[16, 32],
+            patch_sizes=[7, 3],
+            strides=[4, 2],
+            num_attention_heads=[1, 2],
+            mlp_ratios=[2, 2],
+        ),
+    ),
+    "glpn": lambda out: export_convnet(
+        out,
+        "glpn",  # SegFormer-like encoder
+        vision_model(
+            "GLPNConfig",
+            "GLPNModel",
+            num_encoder_blocks=2,
+            depths=[1, 1],
+            sr_ratios=[2, 1],
+            hidden_sizes=[16, 32],
+            patch_sizes=[7, 3],
+            strides=[4, 2],
+            num_attention_heads=[1, 2],
+            mlp_ratios=[2, 2],
+            decoder_hidden_size=32,
+        ),
+    ),
+    "cvt": lambda out: export_convnet(
+        out,
+        "cvt",  # convolutional q/k/v projections (depthwise conv + BatchNorm), a class token in the last stage
+        vision_model(
+            "CvtConfig",
+            "CvtModel",
+            patch_sizes=[7, 3],
+            patch_stride=[4, 2],
+            patch_padding=[2, 1],
+            embed_dim=[16, 32],
+            num_heads=[1, 2],
+            depth=[1, 2],  # stage i indexes a list of depth[i] drop-path rates: depth[i] > i
+            mlp_ratio=[2.0, 2.0],
+            attention_drop_rate=[0.0, 0.0],
+            drop_rate=[0.0, 0.0],
+            drop_path_rate=[0.0, 0.0],
+            qkv_bias=[True, True],
+            cls_token=[False, True],
+            qkv_projection_method=["dw_bn", "dw_bn"],
+            kernel_qkv=[3, 3],
+            padding_kv=[1, 1],
+            stride_kv=[2, 2],
+            padding_q=[1, 1],
+            stride_q=[1, 1],
+        ),
+    ),
+    "focalnet": lambda out: export_convnet(
+        out,
+        "focalnet",  # focal modulation: gated depthwise convs in place of attention
+        vision_model(
+            "FocalNetConfig",
+            "FocalNetModel",
+            image_size=64,
+            patch_size=4,
+            embed_dim=16,
+            depths=[1, 1],
+            focal_levels=[2, 2],
+            focal_windows=[3, 3],
+        ),
+    ),
+    "swiftformer": lambda out: export_convnet(
+        out,
+        "swiftformer",  # efficient additive attention, BatchNorm-ed conv stages
+        vision_model(
+            "SwiftFormerConfig",
+            "SwiftFormerModel",
+            image_size=64,
+            depths=[1, 1],
+            embed_dims=[16, 32],
+            downsamples=[True, True],
+        ),
+    ),
+    "mobilevitv2": lambda out: export_convnet(
+        out,
+        "mobilevitv2",  # separable linear attention over unfolded patches
+        vision_model("MobileViTV2Config", "MobileViTV2Model", image_size=64, width_multiplier=0.25),
+    ),
+    "hiera": lambda out: export_convnet(
+        out,
+        "hiera",  # hierarchical ViT with mask-unit attention and query pooling
+        vision_model(
+            "HieraConfig",
+            "HieraModel",
+            image_size=[64, 64],
+            patch_size=[7, 7],
+            patch_stride=[4, 4],
+            patch_padding=[3, 3],
+            embed_dim=16,
+            num_heads=[1, 2],
+            depths=[1, 1],
+            query_stride=[2, 2],
+            num_query_pool=1,
+            masked_unit_size=[8, 8],
+            masked_unit_attention=[True, False],
+        ),
+    ),
 }
 EXPORTS.update({f: partial(export_decoder, family=f) for f in DECODERS if f not in EXPORTS})
+EXPORTS.update(
+    {
+        f: partial(export_seq2seq_decoder, family=f, kv=f in ("whisper_dec", "bart_dec", "t5_dec"))
+        for f in SEQ2SEQ_DECODERS
+    }
+)
 EXPORTS.update({f: partial(export_encoder, family=f) for f in ENCODERS if f not in EXPORTS})
 
 

@@ -372,6 +372,70 @@ def test_matmul_batchnorm_fusion_refuses_batched_matmul():
     check(m, "MatMulBatchNormFusion", False)
 
 
+def moved_batchnorm(move: str, x_shape=(2, 5, 4), columns: int = 3, channels: int = 3, back: bool = True):
+    """MatMul -> (Reshape to [-1, channels] | Flatten at an axis | Transpose by a perm) ->
+    BatchNormalization, and (back) a Reshape to the MatMul's shape after it, as LeViT writes
+    every linear layer.  move: "Reshape", "Flatten 2", "Transpose 0 2 1"."""
+    n = helper.make_node
+    matmul_shape = [*x_shape[:-1], columns]
+    nodes = [n("MatMul", ["x", "W"], ["m"])]
+    inits = [init("W", rand(x_shape[-1], columns))]
+    op, *numbers = move.split()
+    if op == "Reshape":
+        nodes.append(n("Reshape", ["m", "to2"], ["t"]))
+        inits.append(init("to2", np.array([-1, channels], np.int64)))
+        moved_shape = [int(np.prod(matmul_shape)) // channels, channels]
+    elif op == "Flatten":
+        axis = int(numbers[0])
+        nodes.append(n("Flatten", ["m"], ["t"], axis=axis))
+        moved_shape = [int(np.prod(matmul_shape[:axis])), int(np.prod(matmul_shape[axis:]))]
+    else:
+        perm = [int(a) for a in numbers]
+        nodes.append(n("Transpose", ["m"], ["t"], perm=perm))
+        moved_shape = [matmul_shape[a] for a in perm]
+    nodes.append(n("BatchNormalization", ["t", "scale", "bias", "mean", "var"], ["b"], epsilon=1e-3))
+    inits += [init("scale", rand(channels)), init("bias", rand(channels)), init("mean", rand(channels))]
+    inits.append(init("var", rand(channels, positive=True)))
+    if back:
+        nodes.append(n("Reshape", ["b", "back"], ["y"]))
+        inits.append(init("back", np.array(matmul_shape, np.int64)))
+    else:
+        nodes.append(n("Identity", ["b"], ["y"]))
+    y_shape = matmul_shape if back else moved_shape
+    return model(nodes, [tensor("x", F, list(x_shape))], [tensor("y", F, y_shape)], inits)
+
+
+@pytest.mark.parametrize(
+    "move, rule", [("Reshape", "MatMulReshapeBatchNormFusion"), ("Flatten 2", "MatMulFlattenBatchNormFusion")]
+)
+def test_matmul_batchnorm_through_flattened_tokens_folds_and_the_reshapes_cancel(move, rule):
+    before = moved_batchnorm(move)
+    check(before, rule, True, atol=1e-4)
+    after = optimize_basic(before).model
+    assert ops(after) == {"MatMul": 1, "Add": 1}  # the flattening and the Reshape back cancel
+
+
+def test_matmul_batchnorm_over_a_transposed_sequence_folds():
+    after = check(moved_batchnorm("Transpose 0 2 1", back=False), "MatMulTransposeBatchNormFusion", True, atol=1e-4)
+    assert ops(after) == {"MatMul": 1, "Add": 1, "Transpose": 1, "Identity": 1}
+
+
+@pytest.mark.parametrize(
+    "move, x_shape, columns, channels",
+    [
+        ("Reshape", (2, 6, 4), 3, 6),  # [12, 3] read as [6, 6]: BN's channels are not the columns
+        ("Flatten 1", (2, 3, 4), 3, 9),  # [2, 3 * 3]
+        ("Transpose 2 1 0", (2, 5, 4), 3, 5),  # the sequence on axis 1
+        ("Transpose 1 0 2", (2, 5, 4), 3, 2),  # the batch on axis 1
+    ],
+)
+def test_matmul_batchnorm_elsewhere_than_the_columns_stays(move, x_shape, columns, channels):
+    before = moved_batchnorm(move, x_shape, columns, channels, back=False)
+    after = optimize_basic(before).model
+    assert ops(after)["BatchNormalization"] == 1
+    assert_same_outputs(before, after, atol=1e-4)
+
+
 @pytest.mark.parametrize("lo, hi", [(-1.0, 6.0), (0.5, 6.0), (None, 6.0), (-2.0, None)])
 def test_relu_clip_fusion(lo, hi):
     names = ["r", "" if lo is None else "lo"] + ([] if hi is None else ["hi"])

@@ -381,7 +381,9 @@ def test_decomposed_layer_norm_over_a_residual_becomes_skip_layer_norm_at_any_op
     check(decomposed_layer_norm(opset=14, residual=True, eps=-0.1), "SkipLayerNormDecomposed", False, providers="CUDA")
 
 
-def attention_graph(softmax_axis=-1, heads=2, head_size=4):
+def attention_graph(softmax_axis=-1, heads=2, head_size=4, beside: bool = False):
+    """Self-attention over per-head reshapes of q, k, v; beside: its heads concatenated with
+    other heads before the merge (as ConvBERT puts its convolution's heads beside them)."""
     hidden = heads * head_size
     split = np.array([2, 3, heads, head_size], np.int64)
     nodes = []
@@ -396,9 +398,13 @@ def attention_graph(softmax_axis=-1, heads=2, head_size=4):
         helper.make_node("Softmax", ["a"], ["p"], axis=softmax_axis),
         helper.make_node("MatMul", ["p", "vt"], ["o"]),
         helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
-        helper.make_node("Reshape", ["ot", "merge"], ["y"]),
     ]
     inputs = [tensor(n, F, [2, 3, hidden]) for n in "qkv"] + [tensor("mask", F, [2, 1, 3, 3])]
+    if beside:
+        nodes.append(helper.make_node("Concat", ["ot", "other"], ["both"], axis=2))
+        inputs.append(tensor("other", F, [2, 3, heads, head_size]))
+        hidden *= 2
+    nodes.append(helper.make_node("Reshape", ["both" if beside else "ot", "merge"], ["y"]))
     return model(
         nodes,
         inputs,
@@ -417,6 +423,15 @@ def test_multi_head_attention_fusion():
 
 def test_multi_head_attention_refuses_softmax_over_another_axis():
     check(attention_graph(softmax_axis=2), "MultiHeadAttentionFusion", False)
+
+
+def test_multi_head_attention_with_its_heads_left_split():
+    after = check(attention_graph(beside=True), "MultiHeadAttentionSplitOutputFusion", True, atol=1e-4)
+    assert ops(after) == {"MultiHeadAttention": 1, "Reshape": 2, "Concat": 1}
+    check(attention_graph(softmax_axis=2, beside=True), "MultiHeadAttentionSplitOutputFusion", False)
+    merged = rewriter.optimize(attention_graph(), level="extended").report
+    assert merged.applied("MultiHeadAttentionFusion") == 1  # tried first where the heads merge
+    assert merged.applied("MultiHeadAttentionSplitOutputFusion") == 0
 
 
 def projected_attention_graph(mask=True, cross=False):
