@@ -474,6 +474,46 @@ def test_attention_fusion_refuses_cross_attention():
     assert ops(after)["MultiHeadAttention"] == 1 and ops(after)["Attention"] == 0
 
 
+def cross_attention_graph(key_bias: bool = True, decoder_length: int = 3, encoder_length: int = 5):
+    """A decoder's cross-attention as BART (key_bias) and Whisper (keys without a bias) write
+    it: q from the decoder's x, k and v from the encoder's states e (another length), q
+    scaled before its head split, per-head reshapes copying batch and length (0s)."""
+    hidden, n = 8, helper.make_node
+    nodes, inits = [], [init("split", np.array([0, 0, -1, 4], np.int64)), init("merge", np.array([0, 0, -1], np.int64))]
+    for name, source in (("q", "x"), ("k", "e"), ("v", "e")):
+        biased = key_bias or name != "k"
+        nodes.append(n("MatMul", [source, f"w{name}"], [f"{name}m" if biased else name]))
+        inits.append(init(f"w{name}", rand(hidden, hidden)))
+        if biased:
+            nodes.append(n("Add", [f"{name}m", f"b{name}"], [name]))
+            inits.append(init(f"b{name}", rand(hidden)))
+    nodes += [n("Mul", ["q", "c"], ["qs"])]
+    inits.append(init("c", np.array(0.5, np.float32)))
+    for name, source, perm in (("q", "qs", (0, 2, 1, 3)), ("k", "k", (0, 2, 3, 1)), ("v", "v", (0, 2, 1, 3))):
+        nodes += [n("Reshape", [source, "split"], [f"{name}r"]), n("Transpose", [f"{name}r"], [f"{name}t"], perm=perm)]
+    nodes += [
+        n("MatMul", ["qt", "kt"], ["s"]),
+        n("Softmax", ["s"], ["p"], axis=-1),
+        n("MatMul", ["p", "vt"], ["o"]),
+        n("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["ot", "merge"], ["y"]),
+    ]
+    inputs = [tensor("x", F, ["B", decoder_length, hidden]), tensor("e", F, ["B", encoder_length, hidden])]
+    return model(nodes, inputs, [tensor("y", F, ["B", decoder_length, hidden])], inits)
+
+
+@pytest.mark.parametrize("key_bias", [True, False])
+def test_cross_attention_fuses_with_its_biases_packed(key_bias):
+    before = cross_attention_graph(key_bias)
+    result = rewriter.optimize(before, level="extended")
+    assert ops(result.model) == {"MatMul": 3, "MultiHeadAttention": 1}
+    assert result.report.applied("MultiHeadAttentionScaledQNoMaskFusion") == 1
+    assert (
+        result.report.applied("MultiHeadAttentionBiasFusion" if key_bias else "MultiHeadAttentionNoKeyBiasFusion") == 1
+    )
+    assert_same_outputs(before, result.model, atol=1e-4)
+
+
 def test_attention_without_mask_fuses():
     check(projected_attention_graph(mask=False), "MultiHeadAttentionNoMaskFusion", True, atol=1e-4)
     assert ops(rewriter_extended(projected_attention_graph(mask=False))) == {"Attention": 1}
