@@ -381,7 +381,7 @@ def test_decomposed_layer_norm_over_a_residual_becomes_skip_layer_norm_at_any_op
     check(decomposed_layer_norm(opset=14, residual=True, eps=-0.1), "SkipLayerNormDecomposed", False, providers="CUDA")
 
 
-def attention_graph(softmax_axis=-1, heads=2, head_size=4, beside: bool = False):
+def attention_graph(softmax_axis=-1, heads=2, head_size=4, beside: bool = False, mask_rows: int = 3):
     """Self-attention over per-head reshapes of q, k, v; beside: its heads concatenated with
     other heads before the merge (as ConvBERT puts its convolution's heads beside them)."""
     hidden = heads * head_size
@@ -399,7 +399,7 @@ def attention_graph(softmax_axis=-1, heads=2, head_size=4, beside: bool = False)
         helper.make_node("MatMul", ["p", "vt"], ["o"]),
         helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
     ]
-    inputs = [tensor(n, F, [2, 3, hidden]) for n in "qkv"] + [tensor("mask", F, [2, 1, 3, 3])]
+    inputs = [tensor(n, F, [2, 3, hidden]) for n in "qkv"] + [tensor("mask", F, [2, 1, mask_rows, 3])]
     if beside:
         nodes.append(helper.make_node("Concat", ["ot", "other"], ["both"], axis=2))
         inputs.append(tensor("other", F, [2, 3, heads, head_size]))
@@ -423,6 +423,13 @@ def test_multi_head_attention_fusion():
 
 def test_multi_head_attention_refuses_softmax_over_another_axis():
     check(attention_graph(softmax_axis=2), "MultiHeadAttentionFusion", False)
+
+
+def test_multi_head_attention_with_one_mask_row_for_every_query():
+    """BERT's classic (1 - mask[:, None, None, :]) * min: the kernel wants a row per query."""
+    after = check(attention_graph(mask_rows=1), "MultiHeadAttentionRowMaskFusion", True, atol=1e-4)
+    assert ops(after)["MultiHeadAttention"] == 1 and ops(after)["Expand"] == 1
+    check(attention_graph(mask_rows=1, softmax_axis=2), "MultiHeadAttentionRowMaskFusion", False)
 
 
 def test_multi_head_attention_with_its_heads_left_split():
