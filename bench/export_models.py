@@ -38,6 +38,20 @@ Every model is built from a config with random weights (nothing is downloaded) a
   wav2vec2 wav2vec2_stable hubert             speech encoders over raw audio, dynamic length
   fp16                                        fp16 copies (keep_io_types) of BERT, GPT-2, ViT,
                                               Llama exports: *_fp16.onnx
+  fp16_more                                   the same of Qwen2, Phi-3, Gemma, CLIP text, Whisper
+                                              encoder, DeiT, ConvNeXt, T5 encoder exports
+  whisper_dec bart_dec mbart_dec marian_dec   seq2seq decoders with cross-attention over
+  pegasus_dec t5_dec                          (input_ids, encoder_hidden_states[, encoder mask])
+                                              (SEQ2SEQ_DECODERS); whisper, bart and t5 also
+                                              {family}_kv_*: one step with self-attention past
+                                              and cross-attention keys and values as inputs
+  funnel squeezebert xlnet layoutlm rembert   more ENCODERS (pooling, grouped convs, two-stream
+                                              relative attention, 2-D boxes, decoupled embeddings)
+  wavlm sew sew_d data2vec_audio unispeech    more speech encoders over raw audio
+  ast                                         audio spectrogram transformer, (batch, 32, 16)
+  vit_mae vit_msn ijepa dpt                   more vision transformers, 32x32
+  pvt_v2 glpn cvt focalnet swiftformer        more transformers conv and hybrid nets, 64x64
+  mobilevitv2 hiera
   quant                                       QDQ (quantize_static) and dynamic-quantized copies
                                               of BERT and conv nets: *_qdq.onnx, *_qdyn.onnx
 Names: {family}[_kv]_{ts_static|ts_dynamic|ts_opset14|ts_dynamic_opset14|ts_bn|dynamo}[_fp16|_qdq|_qdyn].onnx.
@@ -613,21 +627,13 @@ def export_seq2seq_decoder(out: Path, family: str, kv: bool = False) -> None:
     output_names = ["last_hidden_state"] + [
         f"present.{i}.decoder.{kind}" for i in range(layers) for kind in ("key", "value")
     ]
+    lengths = {"decoder": "past_sequence_length", "encoder": "encoder_sequence_length"}  # by past_names' side
     step_axes = {n: axes[n] for n in step_names}
-    step_axes.update(
-        {
-            n: {0: "batch", 2: "past_sequence_length" if ".decoder." in n else "encoder_sequence_length"}
-            for n in past_names
-        }
-    )
+    step_axes.update({n: {0: "batch", 2: lengths[n.split(".")[2]]} for n in past_names})
     step_axes.update({n: {0: "batch", 2: "total_sequence_length"} for n in output_names[1:]})
-    batch = Dim("batch", min=1, max=64)
-    past_length, encoder_length = (
-        Dim("past_sequence_length", min=1, max=100),
-        Dim("encoder_sequence_length", min=1, max=100),
-    )
-    shapes = [{0: batch}] + [{0: batch, 1: encoder_length}] * (len(step_names) - 1)
-    shapes += [{0: batch, 2: past_length if ".decoder." in n else encoder_length} for n in past_names]
+    batch, dims = Dim("batch", min=1, max=64), {k: Dim(v, min=1, max=100) for k, v in lengths.items()}
+    shapes = [{0: batch}] + [{0: batch, 1: dims["encoder"]}] * (len(step_names) - 1)
+    shapes += [{0: batch, 2: dims[n.split(".")[2]]} for n in past_names]
     step = CrossDecoderStep(decoder, step_names, config.d_model).eval()
     step_args = (inputs["input_ids"][:, 4:5], *(inputs[n] for n in step_names[1:]), *past)
     export_step(
