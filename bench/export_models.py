@@ -888,6 +888,17 @@ VIT_SIZE = dict(
     image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128
 )
 SWIN_SIZE = dict(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[1, 2], window_size=4)
+# the Mix Transformer encoder of SegFormer, GLPN and PVT v2: two stages, the first with its
+# keys and values spatially reduced by 2
+MIT_SIZE = dict(
+    num_encoder_blocks=2,
+    depths=[1, 1],
+    sr_ratios=[2, 1],
+    hidden_sizes=[16, 32],
+    num_attention_heads=[1, 2],
+    patch_sizes=[7, 3],
+    strides=[4, 2],
+)
 
 
 def export_audio(out: Path, prefix: str, config_name: str, model_name: str, **arguments) -> None:
@@ -1311,18 +1322,7 @@ EXPORTS = {
     "segformer": lambda out: export_convnet(
         out,
         "segformer",  # overlapping patch embeddings, reduced-key attention, Mix-FFN depthwise conv
-        vision_model(
-            "SegformerConfig",
-            "SegformerModel",
-            num_encoder_blocks=2,
-            depths=[1, 1],
-            sr_ratios=[2, 1],
-            hidden_sizes=[16, 32],
-            num_attention_heads=[1, 2],
-            patch_sizes=[7, 3],
-            strides=[4, 2],
-            decoder_hidden_size=32,
-        ),
+        vision_model("SegformerConfig", "SegformerModel", **MIT_SIZE, decoder_hidden_size=32),
     ),
     "mobilevit": lambda out: export_convnet(
         out,
@@ -1413,36 +1413,12 @@ EXPORTS = {
     "pvt_v2": lambda out: export_convnet(
         out,
         "pvt_v2",  # overlapping patch embeddings, spatial-reduction attention, depthwise-conv MLP
-        vision_model(
-            "PvtV2Config",
-            "PvtV2Model",
-            image_size=64,
-            num_encoder_blocks=2,
-            depths=[1, 1],
-            sr_ratios=[2, 1],
-            hidden_sizes=[16, 32],
-            patch_sizes=[7, 3],
-            strides=[4, 2],
-            num_attention_heads=[1, 2],
-            mlp_ratios=[2, 2],
-        ),
+        vision_model("PvtV2Config", "PvtV2Model", image_size=64, **MIT_SIZE, mlp_ratios=[2, 2]),
     ),
     "glpn": lambda out: export_convnet(
         out,
         "glpn",  # SegFormer-like encoder
-        vision_model(
-            "GLPNConfig",
-            "GLPNModel",
-            num_encoder_blocks=2,
-            depths=[1, 1],
-            sr_ratios=[2, 1],
-            hidden_sizes=[16, 32],
-            patch_sizes=[7, 3],
-            strides=[4, 2],
-            num_attention_heads=[1, 2],
-            mlp_ratios=[2, 2],
-            decoder_hidden_size=32,
-        ),
+        vision_model("GLPNConfig", "GLPNModel", **MIT_SIZE, mlp_ratios=[2, 2], decoder_hidden_size=32),
     ),
     "cvt": lambda out: export_convnet(
         out,
