@@ -49,7 +49,7 @@ from ..onnx_facts.validity import check_model
 from ..pipeline import optimize
 from ..resources import bundled_pack_paths
 from .arguments import check_arguments
-from .artifacts import describe, write_artifacts
+from .artifacts import complete_report, describe, write_artifacts
 from .compare import compare_outputs, feeds_tolerance, random_feeds, run_model
 from .diagnose import reason_key, summarize, why_not_applied
 from .instance import STRATA, Reject, Stratum, draw_instance
@@ -197,7 +197,7 @@ def verify_rule(
             instance.model,
             None,
             feeds,
-            describe(instance.model, feeds, instance.draws, CRASHED_ORIGINAL, rule.name, reproduce),
+            describe(instance.model, feeds, instance.draws, CRASHED_ORIGINAL, rule.name, reproduce, values=False),
         )
         try:
             before_outputs = run_model(instance.model, feeds)
@@ -257,7 +257,7 @@ def verify_rule(
                     instance.model,
                     after,
                     feeds,
-                    describe(instance.model, feeds, instance.draws, CRASHED, rule.name, reproduce),
+                    describe(instance.model, feeds, instance.draws, CRASHED, rule.name, reproduce, values=False),
                 )
                 after_outputs = run_model(after, feeds)
             except Exception as error:
@@ -528,6 +528,7 @@ def _crashed(pack: str, rule: str, out: Path) -> RuleVerdict:
     for item in running.iterdir():
         item.replace(artifacts / item.name)
     running.rmdir()
+    complete_report(artifacts)
     if not rewritten:  # onnxruntime's fault (or the generator's), not the rule's
         return RuleVerdict(pack, rule, verdict="unverified", message=CRASHED_ORIGINAL, artifacts=artifacts)
     return RuleVerdict(pack, rule, verdict="FAIL", message=CRASHED, artifacts=artifacts)
