@@ -811,3 +811,36 @@ def test_half_split_rotary_becomes_rotary_embedding():
 
 def test_rotary_with_unequal_halves_is_left():
     check(rotary_graph(equal_halves=False), "RotaryEmbeddingHalfSplit", False)
+
+
+def scaled_query_attention(bias: bool = False, scale: float | None = 1.0):
+    """One cached decoding step's attention as the heads family leaves Whisper's: q scaled by
+    a constant before MultiHeadAttention, keys and values appended to a cache (3 outputs)."""
+    n = helper.make_node
+    attributes = {"num_heads": 2} | ({} if scale is None else {"scale": scale})
+    inputs = ["qs", "k", "v", "bias" if bias else "", "", "", "pk", "pv"]
+    nodes = [
+        n("Mul", ["q", "c"], ["qs"]),
+        n("MultiHeadAttention", inputs, ["y", "pk_out", "pv_out"], domain="com.microsoft", **attributes),
+    ]
+    inits = [init("c", np.array([0.25], np.float32))] + ([init("bias", rand(24))] if bias else [])
+    step = [tensor(name, F, ["B", 1, 8]) for name in ("q", "k", "v")]
+    cache = [tensor(name, F, ["B", 2, "P", 4]) for name in ("pk", "pv")]
+    outputs = [tensor("y", F, ["B", 1, 8])] + [tensor(name, F, ["B", 2, "T", 4]) for name in ("pk_out", "pv_out")]
+    return model(nodes, step + cache, outputs, inits, domains=["com.microsoft"])
+
+
+@pytest.mark.parametrize("scale", [1.0, None])
+def test_a_constant_scaling_the_query_folds_into_the_attention_scale(scale):
+    after = check(scaled_query_attention(scale=scale), "MultiHeadAttentionQueryScaleFold", True, atol=1e-5)
+    assert ops(after) == {"MultiHeadAttention": 1}
+    (node,) = after.graph.node
+    expected = 0.25 * (1.0 if scale is not None else 1 / np.sqrt(4))  # the default: 1/sqrt(head size)
+    assert np.isclose(
+        helper.get_attribute_value(node.attribute[[a.name for a in node.attribute].index("scale")]), expected
+    )
+    assert list(node.output) == ["y", "pk_out", "pv_out"]
+
+
+def test_the_query_scale_stays_outside_an_attention_that_adds_a_bias():
+    check(scaled_query_attention(bias=True), "MultiHeadAttentionQueryScaleFold", False)
