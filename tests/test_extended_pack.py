@@ -844,3 +844,78 @@ def test_a_constant_scaling_the_query_folds_into_the_attention_scale(scale):
 
 def test_the_query_scale_stays_outside_an_attention_that_adds_a_bias():
     check(scaled_query_attention(bias=True), "MultiHeadAttentionQueryScaleFold", False)
+
+
+def packed_heads_attention(table_shape=(2, 4, 4), heads=2, qk=4, v=8):
+    """LeViT's attention: one projection reshaped to heads [B, S, N, qk + qk + v] and split
+    into q, k and v there (values' heads wider), a constant bias table (N, S, T) added to the
+    scores, heads merged to [B, S, N * v] with allowzero set."""
+    n, seq = helper.make_node, 4
+    nodes = [
+        n("Reshape", ["x", "heads"], ["h"]),
+        n("Split", ["h", "sizes"], ["qh", "kh", "vh"], axis=3),
+        n("Transpose", ["qh"], ["qt"], perm=[0, 2, 1, 3]),
+        n("Transpose", ["kh"], ["kt"], perm=[0, 2, 3, 1]),
+        n("Transpose", ["vh"], ["vt"], perm=[0, 2, 1, 3]),
+        n("FusedMatMul", ["qt", "kt"], ["s"], domain="com.microsoft", alpha=0.35),
+        n("Add", ["s", "table"], ["sb"]),
+        n("Softmax", ["sb"], ["p"], axis=-1),
+        n("MatMul", ["p", "vt"], ["o"]),
+        n("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["ot", "merge"], ["y"], allowzero=1),
+    ]
+    inits = [
+        init("heads", np.array([1, seq, heads, 2 * qk + v], np.int64)),
+        init("sizes", np.array([qk, qk, v], np.int64)),
+        init("table", rand(*table_shape)),
+        init("merge", np.array([1, seq, heads * v], np.int64)),
+    ]
+    inputs = [tensor("x", F, [1, seq, heads * (2 * qk + v)])]
+    return model(nodes, inputs, [tensor("y", F, [1, seq, heads * v])], inits, domains=["com.microsoft"])
+
+
+def test_attention_over_heads_split_after_the_head_reshape_with_wider_values():
+    after = check(packed_heads_attention(), "MultiHeadAttentionBSNHTableFusion", True, atol=1e-5)
+    assert ops(after) == {"Reshape": 4, "Split": 1, "MultiHeadAttention": 1}
+    mha = next(node for node in after.graph.node if node.op_type == "MultiHeadAttention")
+    (table,) = [t for t in after.graph.initializer if t.name == mha.input[5]]
+    assert list(table.dims) == [1, 2, 4, 4]  # the table given its batch axis, no node left to do it
+
+
+def test_a_plain_bias_table_is_an_attention_bias_and_one_of_a_single_row_is_not():
+    """The Add broadcasts a (N, 1, T) table over the queries; the kernel would read S rows."""
+    check(packed_heads_attention(table_shape=(4, 4)), "MultiHeadAttentionBSNHTableFusion", True, atol=1e-5)
+    check(packed_heads_attention(table_shape=(2, 1, 4)), "MultiHeadAttentionBSNHTableFusion", False)
+
+
+def t5_attention(position_rows: int = 4):
+    """T5's attention: no scaling, a relative position bias (1, N, S, T) and a mask
+    (B, 1, 1, T) added to the scores one after the other."""
+    hidden, heads, seq, n = 8, 2, 4, helper.make_node
+    nodes = []
+    for name, perm in (("q", (0, 2, 1, 3)), ("k", (0, 2, 3, 1)), ("v", (0, 2, 1, 3))):
+        nodes += [n("Reshape", [name, "split"], [f"{name}r"]), n("Transpose", [f"{name}r"], [f"{name}t"], perm=perm)]
+    nodes += [
+        n("MatMul", ["qt", "kt"], ["s"]),
+        n("Add", ["s", "position_bias"], ["sp"]),
+        n("Add", ["sp", "mask"], ["sm"]),
+        n("Softmax", ["sm"], ["p"], axis=-1),
+        n("MatMul", ["p", "vt"], ["o"]),
+        n("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["ot", "merge"], ["y"]),
+    ]
+    inits = [
+        init("split", np.array([0, 0, heads, hidden // heads], np.int64)),
+        init("merge", np.array([0, 0, hidden], np.int64)),
+        init("position_bias", rand(1, heads, position_rows, seq)),
+    ]
+    inputs = [tensor(name, F, ["B", seq, hidden]) for name in ("q", "k", "v")] + [tensor("mask", F, ["B", 1, 1, seq])]
+    return model(nodes, inputs, [tensor("y", F, ["B", seq, hidden])], inits)
+
+
+def test_unscaled_attention_with_a_position_bias_and_a_mask():
+    after = check(t5_attention(), "MultiHeadAttentionUnscaledTwoMaskFusion", True, atol=1e-4)
+    assert ops(after) == {"Add": 1, "MultiHeadAttention": 1}  # the two biases added once
+    # a position bias of one row for every query, beside a mask of one row, leaves the
+    # kernel one row where it reads S
+    check(t5_attention(position_rows=1), "MultiHeadAttentionUnscaledTwoMaskFusion", False)
