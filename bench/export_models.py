@@ -54,7 +54,29 @@ Every model is built from a config with random weights (nothing is downloaded) a
   mobilevitv2 hiera
   quant                                       QDQ (quantize_static) and dynamic-quantized copies
                                               of BERT and conv nets: *_qdq.onnx, *_qdyn.onnx
-Names: {family}[_kv]_{ts_static|ts_dynamic|ts_opset14|ts_dynamic_opset14|ts_bn|dynamo}[_fp16|_qdq|_qdyn].onnx.
+  mixtral qwen2_moe qwen3_moe olmoe           mixture-of-experts decoders (4 experts, top 2; the
+  granitemoe deepseek_v3                      experts as transformers' batched_mm), the DECODERS
+                                              variants; deepseek_v3: multi-head latent attention,
+                                              a dense layer then an MoE one
+  opset23                                     exporter settings (VARIANTS) on existing models:
+                                              *_dynamo_opset23 (dynamo at opset 23: ONNX Attention
+                                              from SDPA, RMSNormalization) of llama, qwen2, phi3,
+                                              bert, vit, whisper_enc, and llama, qwen2, bert, vit
+                                              with SDPA (*_sdpa_dynamo_opset23)
+  noopt                                       *_dynamo_noopt (dynamo, optimize=False) of llama,
+                                              bert, vit, whisper_enc
+  nofold                                      *_ts_dynamic_nofold (TorchScript, dynamic axes,
+                                              do_constant_folding=False) of llama, bert, gpt2
+  quant_llm                                   4-bit weight-only (MatMulNBits, block 32, symmetric)
+                                              copies of llama and qwen2 ts_dynamic and dynamo:
+                                              *_q4.onnx; llama_ts_dynamic_qdyn, vit_ts_static_qdq
+  detr conditional_detr textnet               detection and conv nets, 64x64, as the conv nets
+                                              (DETR: a tiny transformers ResNet, 10 queries)
+  depth_anything dinov2_with_registers        ViT-based depth, detection-backbone and pose
+  vitdet vitpose                              models, 32x32 (depth_anything: predicted_depth,
+                                              vitpose: heatmaps)
+Names: {family}[_kv]_{ts_static|ts_dynamic|ts_opset14|ts_dynamic_opset14|ts_bn|dynamo}[_fp16|_qdq|_qdyn|_q4].onnx,
+and {family}_{ts_dynamic_nofold|dynamo_opset23|dynamo_noopt}.onnx for the exporter settings.
 Dynamo exports of the original set use the exporter's default opset, the newer families opset 18.
 An export that fails is reported (-v: with its traceback) and skipped; every model written is
 loaded in onnxruntime and run once on bench/snapshot.py's feeds, and deleted (with its
@@ -135,6 +157,23 @@ def export_resnet(out: Path, width: int = 64, name: str = "resnet18_bn.onnx") ->
     )
 
 
+# the variants export_variants writes unless told: {prefix}_{variant}.onnx
+STANDARD = ("ts_static", "ts_dynamic", "ts_opset14", "dynamo")
+# variant -> torch.onnx.export arguments; "dynamic_axes": True takes the model's dynamic axes, a
+# dynamo variant without an opset_version gets export_variants' dynamo_opset (else the exporter's
+# default).  The last three are exporter settings users also pick: constant folding off, ONNX's
+# newest opset (its Attention and RMSNormalization ops), the onnxscript optimizer off.
+VARIANTS = {
+    "ts_static": {"dynamo": False, "opset_version": 17},
+    "ts_dynamic": {"dynamo": False, "opset_version": 17, "dynamic_axes": True},
+    "ts_opset14": {"dynamo": False, "opset_version": 14},
+    "dynamo": {"dynamo": True},
+    "ts_dynamic_nofold": {"dynamo": False, "opset_version": 17, "dynamic_axes": True, "do_constant_folding": False},
+    "dynamo_opset23": {"dynamo": True, "opset_version": 23},
+    "dynamo_noopt": {"dynamo": True, "optimize": False},
+}
+
+
 def export_variants(
     model: nn.Module,
     args: tuple,
@@ -143,36 +182,24 @@ def export_variants(
     out: Path,
     prefix: str,
     dynamo_opset: int | None = None,
+    variants: tuple[str, ...] = STANDARD,
 ) -> None:
-    """One model in the exporter variants users produce: TorchScript at opset 17 with static
-    and dynamic axes, TorchScript at opset 14 (LayerNormalization decomposed), dynamo (at
-    dynamo_opset, else the exporter's default).  A failing export is reported, not raised.
-    Parameters stop requiring grad: TorchScript refuses to fold a cached tensor that does."""
+    """One model in the exporter variants users produce (VARIANTS; by default TorchScript at
+    opset 17 with static and dynamic axes, TorchScript at opset 14 (LayerNormalization
+    decomposed), dynamo at dynamo_opset, else the exporter's default).  A failing export is
+    reported, not raised.  Parameters stop requiring grad: TorchScript refuses to fold a
+    cached tensor that does."""
     model = model.eval().requires_grad_(False)
-    for suffix, opset, axes in (("ts_static", 17, None), ("ts_dynamic", 17, dynamic), ("ts_opset14", 14, None)):
+    for variant in variants:
+        arguments = dict(VARIANTS[variant])
+        if arguments.pop("dynamic_axes", False):
+            arguments["dynamic_axes"] = dynamic
+        if arguments["dynamo"] and dynamo_opset:  # the dynamo exporter changes often
+            arguments.setdefault("opset_version", dynamo_opset)
         attempt(
-            f"{prefix}_{suffix}",
-            lambda: torch.onnx.export(
-                model,
-                args,
-                out / f"{prefix}_{suffix}.onnx",
-                dynamo=False,
-                opset_version=opset,
-                input_names=names,
-                dynamic_axes=axes,
-            ),
+            f"{prefix}_{variant}",
+            lambda: torch.onnx.export(model, args, out / f"{prefix}_{variant}.onnx", input_names=names, **arguments),
         )
-    attempt(
-        f"{prefix}_dynamo",
-        lambda: torch.onnx.export(  # the dynamo exporter changes often
-            model,
-            args,
-            out / f"{prefix}_dynamo.onnx",
-            dynamo=True,
-            input_names=names,
-            **({"opset_version": dynamo_opset} if dynamo_opset else {}),
-        ),
-    )
 
 
 FAILURES: list[str] = []
@@ -192,14 +219,14 @@ def attempt(name: str, export) -> None:
 
 class HiddenState(nn.Module):
     """Calls a transformers model with keyword arguments (positional order differs across
-    versions) and returns last_hidden_state only."""
+    versions) and returns one of its outputs only (last_hidden_state unless told)."""
 
-    def __init__(self, inner: nn.Module, names: list[str]) -> None:
+    def __init__(self, inner: nn.Module, names: list[str], output: str = "last_hidden_state") -> None:
         super().__init__()
-        self.inner, self.names = inner, names
+        self.inner, self.names, self.output = inner, names, output
 
     def forward(self, *args):
-        return self.inner(**dict(zip(self.names, args))).last_hidden_state
+        return getattr(self.inner(**dict(zip(self.names, args))), self.output)
 
 
 def text_inputs(names: list[str]) -> tuple:
@@ -212,7 +239,14 @@ def text_inputs(names: list[str]) -> tuple:
     return tuple(inputs[n] for n in names)
 
 
-def export_text(out: Path, prefix: str, model: nn.Module, names: list[str], dynamo_opset: int | None = None) -> None:
+def export_text(
+    out: Path,
+    prefix: str,
+    model: nn.Module,
+    names: list[str],
+    dynamo_opset: int | None = None,
+    variants: tuple[str, ...] = STANDARD,
+) -> None:
     export_variants(
         HiddenState(model, names),
         text_inputs(names),
@@ -221,10 +255,13 @@ def export_text(out: Path, prefix: str, model: nn.Module, names: list[str], dyna
         out,
         prefix,
         dynamo_opset,
+        variants,
     )
 
 
-def export_bert(out: Path, layers: int = 2, prefix: str = "bert", attention: str = "eager") -> None:
+def export_bert(
+    out: Path, layers: int = 2, prefix: str = "bert", attention: str = "eager", variants: tuple[str, ...] = STANDARD
+) -> None:
     from transformers import BertConfig, BertModel
 
     config = BertConfig(
@@ -236,7 +273,7 @@ def export_bert(out: Path, layers: int = 2, prefix: str = "bert", attention: str
         max_position_embeddings=64,
         attn_implementation=attention,
     )
-    export_text(out, prefix, BertModel(config), ["input_ids", "attention_mask", "token_type_ids"])
+    export_text(out, prefix, BertModel(config), ["input_ids", "attention_mask", "token_type_ids"], variants=variants)
 
 
 def export_distilbert(out: Path, attention: str = "eager", prefix: str = "distilbert") -> None:
@@ -254,16 +291,18 @@ def export_distilbert(out: Path, attention: str = "eager", prefix: str = "distil
     export_text(out, prefix, DistilBertModel(config), ["input_ids", "attention_mask"])
 
 
-def export_gpt2(out: Path, attention: str = "eager", prefix: str = "gpt2") -> None:
+def export_gpt2(
+    out: Path, attention: str = "eager", prefix: str = "gpt2", variants: tuple[str, ...] = STANDARD
+) -> None:
     from transformers import GPT2Config, GPT2Model
 
     config = GPT2Config(
         vocab_size=100, n_embd=64, n_layer=2, n_head=2, n_positions=64, use_cache=False, attn_implementation=attention
     )
-    export_text(out, prefix, GPT2Model(config), ["input_ids", "attention_mask"])
+    export_text(out, prefix, GPT2Model(config), ["input_ids", "attention_mask"], variants=variants)
 
 
-def export_vit(out: Path, attention: str = "eager", prefix: str = "vit") -> None:
+def export_vit(out: Path, attention: str = "eager", prefix: str = "vit", variants: tuple[str, ...] = STANDARD) -> None:
     from transformers import ViTConfig, ViTModel
 
     config = ViTConfig(
@@ -284,6 +323,7 @@ def export_vit(out: Path, attention: str = "eager", prefix: str = "vit") -> None
         {"pixel_values": {0: "batch"}},
         out,
         prefix,
+        variants=variants,
     )
 
 
@@ -315,6 +355,8 @@ class Decoder(nn.Module):
             presents += [layer.keys, layer.values]
         return (out.logits, *presents)
 
+
+MOE = {"num_experts_per_tok": 2, "experts_implementation": "batched_mm"}
 
 # family -> (config class, model class, config arguments beyond the common ones; None drops one)
 DECODERS = {
@@ -401,6 +443,62 @@ DECODERS = {
     "glm": ("GlmConfig", "GlmForCausalLM", {"num_key_value_heads": 2, "head_dim": 16}),  # interleaved partial rotary
     "helium": ("HeliumConfig", "HeliumForCausalLM", {"num_key_value_heads": 2, "head_dim": 16}),
     "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", {"num_key_value_heads": 2}),  # some layers without rotary
+    # mixture-of-experts decoders: 4 experts, 2 per token.  Their experts run as batched_mm
+    # (each token's experts' weights gathered by the router's top-k, then batched MatMuls):
+    # the default grouped_mm exports with neither exporter (aten::histc, no ONNX translation),
+    # eager loops over the experts hit (dynamo: data-dependent; TorchScript: traced for the
+    # example's routing, failing on other inputs)
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM", {**MOE, "num_key_value_heads": 2, "num_local_experts": 4}),
+    "qwen2_moe": (
+        "Qwen2MoeConfig",
+        "Qwen2MoeForCausalLM",  # a sigmoid-gated shared expert beside the routed ones, qkv biases
+        {
+            **MOE,
+            "num_experts": 4,
+            "num_key_value_heads": 2,
+            "moe_intermediate_size": 64,
+            "shared_expert_intermediate_size": 128,
+        },
+    ),
+    "qwen3_moe": (
+        "Qwen3MoeConfig",
+        "Qwen3MoeForCausalLM",  # q/k RMSNorm, renormalized top-k weights
+        {
+            **MOE,
+            "num_experts": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "moe_intermediate_size": 64,
+            "norm_topk_prob": True,
+        },
+    ),
+    "olmoe": ("OlmoeConfig", "OlmoeForCausalLM", {**MOE, "num_experts": 4, "intermediate_size": 64}),  # q/k RMSNorm
+    "granitemoe": (
+        "GraniteMoeConfig",
+        "GraniteMoeForCausalLM",  # Granite's multipliers
+        {**MOE, "num_key_value_heads": 2, "num_local_experts": 4, "intermediate_size": 64},
+    ),
+    "deepseek_v3": (
+        "DeepseekV3Config",
+        "DeepseekV3ForCausalLM",  # multi-head latent attention (low-rank q and kv, a decoupled rotary
+        # part, the cache holding the kv latent and the rotary key), sigmoid routing with a
+        # bias, a shared expert; layer 0 dense, layer 1 MoE
+        {
+            **MOE,
+            "num_key_value_heads": 4,  # defaults to 128, not to num_attention_heads
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "moe_intermediate_size": 32,
+            "first_k_dense_replace": 1,
+            "n_group": 1,
+            "topk_group": 1,
+            "q_lora_rank": 32,
+            "kv_lora_rank": 16,
+            "qk_rope_head_dim": 8,
+            "qk_nope_head_dim": 8,
+            "v_head_dim": 16,
+        },
+    ),
 }
 
 
@@ -420,10 +518,16 @@ def decoder_model(family: str, attention: str = "eager") -> nn.Module:
 
 
 def export_decoder(
-    out: Path, family: str, attention: str = "eager", prefix: str | None = None, kv: bool = True
+    out: Path,
+    family: str,
+    attention: str = "eager",
+    prefix: str | None = None,
+    kv: bool = True,
+    variants: tuple[str, ...] = STANDARD,
 ) -> None:
-    """{prefix}_{ts_static,ts_dynamic,ts_opset14,dynamo}: the whole sequence, no cache;
-    {prefix}_kv_{ts_dynamic,dynamo}: one decoding step over a past of 4 tokens."""
+    """{prefix}_{variants}: the whole sequence, no cache (by default ts_static, ts_dynamic,
+    ts_opset14, dynamo); {prefix}_kv_{ts_dynamic,dynamo}: one decoding step over a past of 4
+    tokens."""
     from torch.export import Dim
 
     prefix = prefix or family
@@ -437,6 +541,7 @@ def export_decoder(
         out,
         prefix,
         dynamo_opset=18,
+        variants=variants,
     )
     if not kv:
         return
@@ -644,7 +749,7 @@ def export_seq2seq_decoder(out: Path, family: str, kv: bool = False) -> None:
 # ---- encoders ----------------------------------------------------------------------------------
 
 
-def export_whisper_encoder(out: Path) -> None:
+def export_whisper_encoder(out: Path, variants: tuple[str, ...] = STANDARD) -> None:
     from transformers import WhisperConfig
     from transformers.models.whisper.modeling_whisper import WhisperEncoder
 
@@ -675,6 +780,7 @@ def export_whisper_encoder(out: Path) -> None:
         out,
         "whisper_enc",
         dynamo_opset=18,
+        variants=variants,
     )
 
 
@@ -869,12 +975,26 @@ def tiny_transformer(config_name: str, model_name: str, extra: dict, attention: 
 # ---- transformers vision models --------------------------------------------------------------------
 
 
-def vision_model(config_name: str, model_name: str, inputs: tuple = ("pixel_values",), **arguments) -> nn.Module:
-    """A transformers model of ``inputs`` (pixel_values unless told) returning last_hidden_state only."""
+def transformers_config(config_name: str, **arguments):
+    """A transformers config (a backbone_config of another model), a None argument dropped."""
     import transformers
 
-    config = getattr(transformers, config_name)(**arguments)
-    return HiddenState(getattr(transformers, model_name)(config), list(inputs)).eval()
+    return getattr(transformers, config_name)(**{k: v for k, v in arguments.items() if v is not None})
+
+
+def vision_model(
+    config_name: str,
+    model_name: str,
+    inputs: tuple = ("pixel_values",),
+    output: str = "last_hidden_state",
+    **arguments,
+) -> nn.Module:
+    """A transformers model of ``inputs`` (pixel_values unless told) returning ``output`` only
+    (last_hidden_state unless told); a None argument is dropped."""
+    import transformers
+
+    model = getattr(transformers, model_name)(transformers_config(config_name, **arguments))
+    return HiddenState(model, list(inputs), output).eval()
 
 
 def export_vision(out: Path, prefix: str, model: nn.Module, size: int, **inputs: torch.Tensor) -> None:
@@ -898,6 +1018,29 @@ MIT_SIZE = dict(
     num_attention_heads=[1, 2],
     patch_sizes=[7, 3],
     strides=[4, 2],
+)
+
+
+# DETR and Conditional DETR: a two-stage ResNet backbone (its last stage's map), 2 encoder and
+# 2 decoder layers of width 64, 10 object queries; nothing from timm, nothing pretrained
+DETR_SIZE = dict(
+    use_timm_backbone=False,
+    use_pretrained_backbone=False,
+    backbone_config={
+        "model_type": "resnet",
+        "embedding_size": 16,
+        "hidden_sizes": [16, 32],
+        "depths": [1, 1],
+        "out_features": ["stage2"],
+    },
+    encoder_layers=2,
+    decoder_layers=2,
+    d_model=64,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+    encoder_ffn_dim=128,
+    decoder_ffn_dim=128,
+    num_queries=10,
 )
 
 
@@ -1175,35 +1318,107 @@ QUANT_SOURCES = [
 ]
 
 
+def quantize(kind: str, source: Path, target: Path) -> None:
+    """A quantized copy of the model at ``source``: qdq (quantize_static, random calibration,
+    uint8 activations and int8 weights as QuantizeLinear/DequantizeLinear pairs), qdyn
+    (quantize_dynamic, int8 weights) or q4 (MatMulNBitsQuantizer: 4-bit weight-only MatMulNBits,
+    block 32, symmetric)."""
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
+
+    if kind == "qdq":
+        quantize_static(
+            source,
+            target,
+            RandomReader(source),
+            quant_format=QuantFormat.QDQ,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
+        )
+    elif kind == "qdyn":
+        quantize_dynamic(source, target, weight_type=QuantType.QInt8)
+    elif kind == "q4":
+        import onnx
+        from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+        quantizer = MatMulNBitsQuantizer(onnx.load(source), block_size=32, is_symmetric=True)
+        quantizer.process()
+        quantizer.model.save_model_to_file(str(target))
+    else:
+        raise ValueError(kind)
+
+
+def quantized_copies(source: Path, out: Path, sources: dict[str, tuple[str, ...]]) -> None:
+    """{name}_{kind}.onnx in ``out`` for each name -> kinds of ``sources`` exported in ``source``."""
+    for name, kinds in sources.items():
+        path = source / f"{name}.onnx"
+        if path.exists():
+            for kind in kinds:
+                attempt(f"{name}_{kind}", lambda: quantize(kind, path, out / f"{name}_{kind}.onnx"))
+
+
 def export_quant(out: Path) -> None:
     """QDQ (quantize_static, random calibration) and dynamic-quantized (quantize_dynamic)
     copies of fresh BERT and conv-net exports."""
-    from onnxruntime.quantization import QuantFormat, QuantType, quantize_dynamic, quantize_static
-
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp)
         export_bert(source)
         export_resnet(source, width=8, name="resnet18_mini_bn.onnx")
         export_convnet(source, "mobilenetv3", MobileNetV3())
         export_convnet(source, "efficientnet", EfficientNet())
-        for name in QUANT_SOURCES:
-            path = source / f"{name}.onnx"
-            if not path.exists():
-                continue
-            attempt(
-                f"{name}_qdq",
-                lambda: quantize_static(
-                    path,
-                    out / f"{name}_qdq.onnx",
-                    RandomReader(path),
-                    quant_format=QuantFormat.QDQ,
-                    activation_type=QuantType.QUInt8,
-                    weight_type=QuantType.QInt8,
-                ),
-            )
-            attempt(
-                f"{name}_qdyn", lambda: quantize_dynamic(path, out / f"{name}_qdyn.onnx", weight_type=QuantType.QInt8)
-            )
+        quantized_copies(source, out, dict.fromkeys(QUANT_SOURCES, ("qdq", "qdyn")))
+
+
+# name -> the quantized copies quant_llm makes of it
+QUANT_LLM_SOURCES = {
+    "llama_ts_dynamic": ("q4", "qdyn"),
+    "llama_dynamo": ("q4",),
+    "qwen2_ts_dynamic": ("q4",),
+    "qwen2_dynamo": ("q4",),
+    "vit_ts_static": ("qdq",),
+}
+
+
+def export_quant_llm(out: Path) -> None:
+    """4-bit weight-only copies (MatMulNBits) of fresh Llama and Qwen2 exports, an int8
+    dynamic-quantized Llama and a QDQ ViT (QUANT_LLM_SOURCES)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp)
+        for family in ("llama", "qwen2"):
+            export_decoder(source, family, kv=False, variants=("ts_dynamic", "dynamo"))
+        export_vit(source, variants=("ts_static",))
+        quantized_copies(source, out, QUANT_LLM_SOURCES)
+
+
+# exporter settings: name -> a model's export (out, variants= -> None)
+SETTING_SOURCES = {
+    "llama": partial(export_decoder, family="llama", kv=False),
+    "llama_sdpa": partial(export_decoder, family="llama", attention="sdpa", prefix="llama_sdpa", kv=False),
+    "qwen2": partial(export_decoder, family="qwen2", kv=False),
+    "qwen2_sdpa": partial(export_decoder, family="qwen2", attention="sdpa", prefix="qwen2_sdpa", kv=False),
+    "phi3": partial(export_decoder, family="phi3", kv=False),
+    "bert": export_bert,
+    "bert_sdpa": partial(export_bert, attention="sdpa", prefix="bert_sdpa"),
+    "gpt2": export_gpt2,
+    "vit": export_vit,
+    "vit_sdpa": partial(export_vit, attention="sdpa", prefix="vit_sdpa"),
+    "whisper_enc": export_whisper_encoder,
+}
+# FAMILY -> (the VARIANTS entry, the SETTING_SOURCES exported in it); at opset 23 the SDPA models
+# become ONNX Attention ops
+SETTINGS = {
+    "opset23": (
+        "dynamo_opset23",
+        ["llama", "llama_sdpa", "qwen2", "qwen2_sdpa", "phi3", "bert", "bert_sdpa", "vit", "vit_sdpa", "whisper_enc"],
+    ),
+    "noopt": ("dynamo_noopt", ["llama", "bert", "vit", "whisper_enc"]),
+    "nofold": ("ts_dynamic_nofold", ["llama", "bert", "gpt2"]),
+}
+
+
+def export_setting(out: Path, setting: str) -> None:
+    variant, sources = SETTINGS[setting]
+    for source in sources:
+        SETTING_SOURCES[source](out, variants=(variant,))
 
 
 EXPORTS = {
@@ -1268,6 +1483,7 @@ EXPORTS = {
     "fp16": export_fp16,
     "fp16_more": partial(export_fp16, sources=FP16_MORE_SOURCES),
     "quant": export_quant,
+    "quant_llm": export_quant_llm,
     # vision transformers at 32x32 (patch 8, hidden 64, 2 layers, 4 heads)
     "beit": lambda out: export_vision(
         out, "beit", vision_model("BeitConfig", "BeitModel", **VIT_SIZE, use_relative_position_bias=True), 32
@@ -1496,6 +1712,87 @@ EXPORTS = {
             masked_unit_attention=[True, False],
         ),
     ),
+    # detection, depth and pose models: conv or ViT backbones with heads
+    "detr": lambda out: export_convnet(
+        out,
+        "detr",  # ResNet (frozen BatchNorm) + sine positions + encoder-decoder over 10 object queries
+        vision_model("DetrConfig", "DetrModel", **DETR_SIZE),
+    ),
+    "conditional_detr": lambda out: export_convnet(
+        out,
+        "conditional_detr",  # DETR with conditional spatial queries (reference points, split q/k content and position)
+        vision_model("ConditionalDetrConfig", "ConditionalDetrModel", **DETR_SIZE),
+    ),
+    "dinov2_with_registers": lambda out: export_vision(
+        out,
+        "dinov2_with_registers",  # 4 register tokens; TorchScript: bicubic antialiased position interpolation fails
+        vision_model("Dinov2WithRegistersConfig", "Dinov2WithRegistersModel", **VIT_SIZE, num_register_tokens=4),
+        32,
+    ),
+    "depth_anything": lambda out: export_vision(
+        out,
+        "depth_anything",  # DPT neck (reassemble, fusion with bilinear upsampling) and head over a DINOv2 backbone
+        vision_model(
+            "DepthAnythingConfig",
+            "DepthAnythingForDepthEstimation",
+            output="predicted_depth",
+            backbone_config=transformers_config(
+                "Dinov2Config", **VIT_SIZE, out_features=["stage1", "stage2"], reshape_hidden_states=False
+            ),
+            patch_size=8,
+            reassemble_hidden_size=64,
+            reassemble_factors=[2, 1],
+            neck_hidden_sizes=[16, 32],
+            fusion_hidden_size=16,
+            head_hidden_size=8,
+        ),
+        32,
+    ),
+    "vitdet": lambda out: export_vision(
+        out,
+        "vitdet",  # windowed attention (layer 0), decomposed relative positions, a residual conv block (layer 1)
+        vision_model(
+            "VitDetConfig",
+            "VitDetModel",
+            **{**VIT_SIZE, "intermediate_size": None},
+            mlp_ratio=2,
+            pretrain_image_size=32,
+            window_block_indices=[0],
+            residual_block_indices=[1],
+            use_relative_position_embeddings=True,
+            window_size=2,
+        ),
+        32,
+    ),
+    "vitpose": lambda out: export_vision(
+        out,
+        "vitpose",  # a ViT backbone, a simple decoder (ReLU, bilinear upsampling, a conv) to keypoint heatmaps
+        vision_model(
+            "VitPoseConfig",
+            "VitPoseForPoseEstimation",
+            output="heatmaps",
+            backbone_config=transformers_config(
+                "VitPoseBackboneConfig",
+                **{**VIT_SIZE, "intermediate_size": None, "image_size": [32, 32], "patch_size": [8, 8]},
+                mlp_ratio=2,
+                out_indices=[2],
+            ),
+        ),
+        32,
+    ),
+    "textnet": lambda out: export_convnet(
+        out,
+        "textnet",  # asymmetric 1x3 / 3x1 convs, BatchNorm
+        vision_model(
+            "TextNetConfig",
+            "TextNetModel",
+            image_size=64,
+            stem_out_channels=16,
+            hidden_sizes=[16, 16, 32],
+            conv_layer_kernel_sizes=[[[3, 3], [1, 3]], [[3, 3], [3, 1]]],
+            conv_layer_strides=[[1, 2], [2, 1]],
+        ),
+    ),
 }
 EXPORTS.update({f: partial(export_decoder, family=f) for f in DECODERS if f not in EXPORTS})
 EXPORTS.update(
@@ -1505,6 +1802,7 @@ EXPORTS.update(
     }
 )
 EXPORTS.update({f: partial(export_encoder, family=f) for f in ENCODERS if f not in EXPORTS})
+EXPORTS.update({s: partial(export_setting, setting=s) for s in SETTINGS})
 
 
 def external_files(path: Path) -> list[Path]:
@@ -1549,11 +1847,12 @@ def describe(path: Path) -> dict:
 
     model = onnx.load(path, load_external_data=False)
     stem, dtype = path.stem, "fp32"
-    for suffix, kind in (("_fp16", "fp16"), ("_qdq", "int8 QDQ"), ("_qdyn", "int8 dynamic")):
+    for suffix, kind in (("_fp16", "fp16"), ("_qdq", "int8 QDQ"), ("_qdyn", "int8 dynamic"), ("_q4", "int4 weights")):
         if stem.endswith(suffix):
             stem, dtype = stem[: -len(suffix)], kind
-    if "_dynamo" in stem:
-        family, exporter, variant = stem.split("_dynamo")[0], "dynamo", ""
+    if "_dynamo" in stem:  # {family}_dynamo[_{setting}]
+        family, variant = stem.split("_dynamo")
+        exporter, variant = "dynamo", variant.lstrip("_")
     elif "_ts_" in stem:
         family, variant = stem.split("_ts_")
         exporter = "torchscript"
