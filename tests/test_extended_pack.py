@@ -919,3 +919,21 @@ def test_unscaled_attention_with_a_position_bias_and_a_mask():
     # a position bias of one row for every query, beside a mask of one row, leaves the
     # kernel one row where it reads S
     check(t5_attention(position_rows=1), "MultiHeadAttentionUnscaledTwoMaskFusion", False)
+
+
+def test_a_norm_after_a_4_bit_linear_layer_still_fuses():
+    """A model quantized to 4-bit weights before it is optimized (MatMulNBits, which onnx's
+    shape inference does not know): the norm after it still has a known rank."""
+    quantized = rms_norm_graph(opset=18)
+    graph = quantized.graph
+    graph.input[0].CopyFrom(tensor("h", F, ["B", 4, 16]))
+    graph.output[0].CopyFrom(tensor("y", F, ["B", 4, 8]))
+    linear = helper.make_node(
+        "MatMulNBits", ["h", "w4", "w4_scales"], ["x"], domain="com.microsoft", K=16, N=8, bits=4, block_size=16
+    )
+    graph.node.insert(0, linear)
+    weights = RNG.integers(0, 256, (8, 1, 8)).astype(np.uint8)  # [N, blocks of K, 16 nibbles]
+    graph.initializer.extend([init("w4", weights), init("w4_scales", np.abs(rand(8)) * 0.1)])
+    quantized.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    after = check(quantized, "SimplifiedLayerNormFusion", True, atol=1e-4)
+    assert ops(after) == {"MatMulNBits": 1, "SimplifiedLayerNormalization": 1}

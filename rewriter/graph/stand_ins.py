@@ -7,13 +7,14 @@ replaced by standard nodes whose outputs have the same types: an elementwise op 
 Identity (RotaryEmbedding and ONNX Runtime's SimplifiedLayerNormalization in the ONNX
 domain too), FusedMatMul by MatMul, FusedConv by Conv, FusedGemm by Gemm, MultiHeadAttention
 by an Einsum of q and v ([B, S, D] x [B, T, Dv] -> [B, S, Dv]), Attention by a MatMul with a
-stub weight of the per-projection width.  The NCHWc ops (com.microsoft.nchwc) of the layout
-level: their Conv and pools by the standard ones (a blocked tensor is typed as its padded
-NCHW shape), ReorderInput by a Pad of the channels up to the block (after a Transpose from
-NHWC), ReorderOutput by a Slice of the logical channels (and a Transpose to NHWC).  An op
-not listed, or a form not covered (a transposing FusedMatMul, packed or 4-D attention
-inputs), is left out: its outputs stay unknown, as before.  The model itself is never
-changed.
+stub weight of the per-projection width, MatMulNBits (a model quantized to 4-bit weights
+before it is optimized) by a MatMul with a stub weight [K, N].  The NCHWc ops
+(com.microsoft.nchwc) of the layout level: their Conv and pools by the standard ones (a
+blocked tensor is typed as its padded NCHW shape), ReorderInput by a Pad of the channels up
+to the block (after a Transpose from NHWC), ReorderOutput by a Slice of the logical channels
+(and a Transpose to NHWC).  An op not listed, or a form not covered (a transposing
+FusedMatMul, packed or 4-D attention inputs), is left out: its outputs stay unknown, as
+before.  The model itself is never changed.
 """
 
 from __future__ import annotations
@@ -77,6 +78,14 @@ def stand_ins(
     if op == "MultiHeadAttention" and len(ins) >= 3 and ins[1] and ins[2]:
         # for other than 3-D q and v the Einsum fails to infer: unknown, as without it
         return [_node("Einsum", [ins[0], ins[2]], outs[:1], [helper.make_attribute("equation", "bsd,bth->bsh")])], []
+    if op == "MatMulNBits" and ins and "K" in attrs and "N" in attrs:
+        # a weight-only quantized linear layer: A [..., K] times a [K, N] of A's type
+        known = type_of(ins[0])
+        if known is None:
+            return None
+        k, n = (int(helper.get_attribute_value(attrs[a])) for a in ("K", "N"))
+        stub = TensorProto(name=f"{outs[0]}__stand_in_weight", data_type=known[0], dims=[k, n])
+        return [_node("MatMul", [ins[0], stub.name], outs[:1])], [stub]
     if op == "Attention" and len(ins) >= 2:
         known = type_of(ins[1])
         if known is None or len(known[1]) != 2 or not all(isinstance(d, int) for d in known[1]):
