@@ -308,3 +308,41 @@ def test_types_are_known_after_fused_ops_a_model_already_holds():
         tensor_type = types[name].tensor_type
         assert tensor_type.elem_type == f
         assert [d.dim_param or d.dim_value for d in tensor_type.shape.dim] == ["b", 2, "s", 8]
+
+
+def constant_if(condition: bool, nested: bool = False, condition_constant: bool = True):
+    """y = If(c) then relu(x) * w (w the branch's own constant) else x (an outer value passed
+    on), and z reads y; with ``nested`` the taken branch holds an If of its own."""
+    then_nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Mul", ["r", "w"], ["t"])]
+    if nested:
+        inner = helper.make_graph([helper.make_node("Neg", ["t0"], ["n"])], "inner", [], [tensor("n", F, [2, 3])])
+        then_nodes = [
+            helper.make_node("Relu", ["x"], ["t0"]),
+            helper.make_node("If", ["c2"], ["t"], then_branch=inner, else_branch=inner),
+        ]
+    then_branch = helper.make_graph(then_nodes, "then", [], [tensor("t", F, [2, 3])], [init("w", rand(3))])
+    else_branch = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [], [tensor("e", F, [2, 3])])
+    nodes = [
+        helper.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch),
+        helper.make_node("Add", ["y", "x"], ["z"]),
+    ]
+    inits = [init("c2", np.array(True))] + ([init("c", np.array(condition))] if condition_constant else [])
+    inputs = [tensor("x", F, [2, 3])] + ([] if condition_constant else [tensor("c", TensorProto.BOOL, [])])
+    return model(nodes, inputs, [tensor("y", F, [2, 3]), tensor("z", F, [2, 3])], inits)
+
+
+def test_an_if_of_a_constant_condition_becomes_the_branch_it_takes():
+    for condition, expected in ((True, {"Relu": 1, "Mul": 1, "Add": 1}), (False, {"Identity": 1, "Add": 1})):
+        before = constant_if(condition)
+        result = optimize_basic(before)
+        assert ops(result.model) == expected
+        assert [o.name for o in result.model.graph.output] == ["y", "z"]  # the If's output kept its name
+        assert result.report.builtins["constant_folding"] >= 1
+        assert_same_outputs(before, result.model)
+
+
+def test_an_if_stays_when_its_condition_is_an_input_or_its_branch_holds_graphs():
+    for before in (constant_if(True, condition_constant=False), constant_if(True, nested=True)):
+        after = optimize_basic(before).model
+        assert ops(after)["If"] == 1
+        assert_same_outputs(before, after)

@@ -6,7 +6,10 @@
   share weights this way; a copy would double them);
 * every other standard-domain node whose inputs are all constant is evaluated — all of
   them at once, in one onnxruntime session (the reference executor) — and replaced by
-  initializers holding its outputs.
+  initializers holding its outputs;
+* an ``If`` whose condition is a constant is replaced by the nodes of the branch it takes
+  (TorchScript traces keep a shape test as an ``If`` on a folded condition: ViTDet's
+  position-embedding resize), unless that branch holds graphs of its own.
 
 Not folded: nondeterministic ops, control flow, QuantizeLinear/DequantizeLinear (QDQ
 patterns must stay visible to later fusions), nodes producing graph outputs, and outputs
@@ -26,12 +29,14 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import NodeProto, TensorProto, helper, numpy_helper
 
 from ..graph.state import GraphState
+from ..graph.subgraphs import has_subgraphs
 from ..graph.tensor_data import bits_per_element
 from ..graph.types import tensor_nbytes
 from ..graph.view import GraphView, NodeId
+from ..onnx_facts.placement import copy_placement
 from .on_load import constant_node_tensor
 
 NOT_FOLDED = frozenset(
@@ -124,7 +129,60 @@ def fold_constants(state: GraphState, changed: list[NodeId] | None = None) -> in
     With ``changed`` (nodes created or rewired since the last run) only computations those
     nodes start are looked at: nothing else can have become constant."""
     view = state.view
-    return _fold_constant_nodes(view) + _fold_static_shapes(view) + _fold_computations(state, changed)
+    folded = _fold_constant_nodes(view) + _fold_static_shapes(view) + _fold_computations(state, changed)
+    return folded + _inline_constant_ifs(view)
+
+
+def _inline_constant_ifs(view: GraphView) -> int:
+    """Each ``If`` of a constant condition -> the nodes of its taken branch: the branch's
+    own values keep their names (ONNX makes them unique in the model) unless the graph
+    already has one, its initializers join the graph's, and each If output is the branch
+    output it names (an Identity where the branch passes on an outer value or gives one
+    value twice).  Returns the number of If nodes removed."""
+    count = 0
+    for node_id in view.nodes_by_op("", "If"):
+        proto = view.node(node_id)
+        condition = view.constant(proto.input[0]) if proto.input and proto.input[0] else None
+        if condition is None or np.asarray(condition).size != 1:
+            continue
+        name = "then_branch" if bool(np.asarray(condition).reshape(-1)[0]) else "else_branch"
+        branch = next((a.g for a in proto.attribute if a.name == name and a.type == onnx.AttributeProto.GRAPH), None)
+        outputs = list(proto.output)
+        if branch is None or len(branch.output) != len(outputs) or branch.sparse_initializer or branch.input:
+            continue
+        if any(has_subgraphs(inner) for inner in branch.node):
+            continue  # nested bodies would need their reads renamed too
+        local = [t.name for t in branch.initializer] + [o for inner in branch.node for o in inner.output if o]
+        renamed = {v: (view.fresh_value_name(v) if view.has_value(v) else v) for v in local}
+        direct: dict[str, str] = {}  # a branch node's output -> the If output it becomes
+        for value, out in zip((o.name for o in branch.output), outputs):
+            produced = value in renamed and value not in {t.name for t in branch.initializer}
+            if out and produced and value not in direct:
+                direct[value] = out
+        renamed.update(direct)
+        metadata = view.metadata(node_id)
+        read = [i for i in proto.input if i] + list(view.implicit_reads(node_id))
+        view.remove_node(node_id)
+        for tensor in branch.initializer:
+            copy = TensorProto()
+            copy.CopyFrom(tensor)
+            copy.name = renamed[tensor.name]
+            view.add_initializer(copy)
+        for inner in list(branch.node) + [
+            helper.make_node("Identity", [value], [out])
+            for value, out in zip((o.name for o in branch.output), outputs)
+            if out and direct.get(value) != out
+        ]:
+            node = NodeProto()
+            node.CopyFrom(inner)
+            node.input[:] = [renamed.get(i, i) for i in node.input]
+            node.output[:] = [renamed.get(o, o) for o in node.output]
+            node.name = view.fresh_node_name(inner.name or f"{proto.name or 'If'}/{name}")
+            copy_placement(metadata, node)
+            view.add_node(node)
+        view.remove_dead(read)  # the condition, what the other branch read
+        count += 1
+    return count
 
 
 def _fold_constant_nodes(view: GraphView) -> int:
