@@ -937,3 +937,22 @@ def test_a_norm_after_a_4_bit_linear_layer_still_fuses():
     quantized.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     after = check(quantized, "SimplifiedLayerNormFusion", True, atol=1e-4)
     assert ops(after) == {"MatMulNBits": 1, "SimplifiedLayerNormalization": 1}
+
+
+def residual_rms_normalization(axis: int = -1):
+    """ONNX's RMSNormalization (opset 23) over a residual sum the next residual reads."""
+    nodes = [
+        helper.make_node("Add", ["a", "b"], ["x"]),
+        helper.make_node("RMSNormalization", ["x", "gamma"], ["y"], axis=axis, epsilon=1e-5),
+        helper.make_node("Add", ["x", "y"], ["z"]),
+    ]
+    inputs = [tensor("a", F, [2, 4, 8]), tensor("b", F, [2, 4, 8])]
+    return model(nodes, inputs, [tensor("z", F, [2, 4, 8])], [init("gamma", rand(8))], opset=23)
+
+
+def test_rms_normalization_over_a_residual_is_skip_simplified_layer_norm_on_cuda_only():
+    after = check(residual_rms_normalization(), "SkipRMSNormalizationFusion", True, atol=1e-5, providers="CUDA")
+    assert ops(after) == {"SkipSimplifiedLayerNormalization": 1, "Add": 1}
+    check(residual_rms_normalization(axis=1), "SkipRMSNormalizationFusion", False, providers="CUDA")
+    on_cpu = rewriter.optimize(residual_rms_normalization(), level="extended")
+    assert on_cpu.report.applied("SkipRMSNormalizationFusion") == 0  # slower there

@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import onnx
 import pytest
-from helpers import assert_same_outputs, init, model, tensor
+from helpers import assert_same_outputs, init, model, ops, tensor
 from onnx import TensorProto, helper
 
 import rewriter
@@ -254,3 +254,34 @@ def test_a_residual_conv_of_few_channels_reads_nchw_and_keeps_the_residual_block
     after = layout(before)
     assert [n.op_type for n in after.graph.node if n.domain != "com.microsoft.nchwc"] == []
     assert nchwc_ops(after) == {"Conv": 3, "ReorderOutput": 2}
+
+
+def skip_simplified_layer_norm(opset: int = 17, bias: bool = False, read_inverse: bool = False):
+    """SkipSimplifiedLayerNormalization whose sum the next residual reads (a pre-norm
+    decoder layer's), as the extended level leaves it."""
+    n = helper.make_node
+    outputs = ["y", "", "inv" if read_inverse else "", "sum"]
+    inputs = ["a", "b", "gamma"] + (["bias"] if bias else [])
+    nodes = [
+        n("SkipSimplifiedLayerNormalization", inputs, outputs, domain="com.microsoft", epsilon=1e-5),
+        n("Add", ["y", "sum"], ["z"]),
+    ]
+    inits = [init(name, RNG.standard_normal(8).astype(np.float32)) for name in ["gamma"] + (["bias"] if bias else [])]
+    outs = [tensor("z", F, [2, 3, 8])] + ([tensor("inv", F, None)] if read_inverse else [])
+    m = model(nodes, [tensor("a", F, [2, 3, 8]), tensor("b", F, [2, 3, 8])], outs, inits, opset, ["com.microsoft"])
+    return m
+
+
+@pytest.mark.parametrize("opset, norm", [(17, "SimplifiedLayerNormalization"), (23, "RMSNormalization")])
+def test_skip_simplified_layer_norm_is_split_back_on_the_cpu(opset, norm):
+    before = skip_simplified_layer_norm(opset)
+    after = rewriter.optimize(before, level="all").model
+    assert ops(after) == {"Add": 2, norm: 1}
+    assert_same_outputs(before, after, atol=1e-5)
+    biased = rewriter.optimize(skip_simplified_layer_norm(opset, bias=True), level="all").model
+    assert ops(biased) == {"Add": 3, norm: 1}
+
+
+def test_skip_simplified_layer_norm_whose_inverse_deviation_is_read_stays():
+    after = rewriter.optimize(skip_simplified_layer_norm(read_inverse=True), level="all").model
+    assert ops(after)["SkipSimplifiedLayerNormalization"] == 1
