@@ -923,20 +923,24 @@ def test_unscaled_attention_with_a_position_bias_and_a_mask():
 
 def test_a_norm_after_a_4_bit_linear_layer_still_fuses():
     """A model quantized to 4-bit weights before it is optimized (MatMulNBits, which onnx's
-    shape inference does not know): the norm after it still has a known rank."""
-    quantized = rms_norm_graph(opset=18)
+    shape inference does not know): the residual sum after it, typed when the model loads,
+    still has a shape, and the norm over it fuses."""
+    quantized = rms_norm_graph(opset=18, residual=True)
     graph = quantized.graph
     graph.input[0].CopyFrom(tensor("h", F, ["B", 4, 16]))
+    graph.input[1].CopyFrom(tensor("ids", TensorProto.INT64, ["B", 4]))
+    graph.node.insert(0, helper.make_node("Gather", ["table", "ids"], ["b"], axis=0))  # embeddings
     graph.output[0].CopyFrom(tensor("y", F, ["B", 4, 8]))
     linear = helper.make_node(
-        "MatMulNBits", ["h", "w4", "w4_scales"], ["x"], domain="com.microsoft", K=16, N=8, bits=4, block_size=16
+        "MatMulNBits", ["hr", "w4", "w4_scales"], ["a"], domain="com.microsoft", K=16, N=8, bits=4, block_size=16
     )
     graph.node.insert(0, linear)
+    graph.node.insert(0, helper.make_node("Relu", ["h"], ["hr"]))  # (its input computed, not declared)
     weights = RNG.integers(0, 256, (8, 1, 8)).astype(np.uint8)  # [N, blocks of K, 16 nibbles]
-    graph.initializer.extend([init("w4", weights), init("w4_scales", np.abs(rand(8)) * 0.1)])
+    graph.initializer.extend([init("w4", weights), init("w4_scales", np.abs(rand(8)) * 0.1), init("table", rand(5, 8))])
     quantized.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    after = check(quantized, "SimplifiedLayerNormFusion", True, atol=1e-4)
-    assert ops(after) == {"MatMulNBits": 1, "SimplifiedLayerNormalization": 1}
+    after = check(quantized, "SkipRMSNormDecomposed", True, atol=1e-4)
+    assert ops(after) == {"Gather": 1, "Relu": 1, "MatMulNBits": 1, "SkipSimplifiedLayerNormalization": 1}
 
 
 def residual_rms_normalization(axis: int = -1):
@@ -956,3 +960,15 @@ def test_rms_normalization_over_a_residual_is_skip_simplified_layer_norm_on_cuda
     check(residual_rms_normalization(axis=1), "SkipRMSNormalizationFusion", False, providers="CUDA")
     on_cpu = rewriter.optimize(residual_rms_normalization(), level="extended")
     assert on_cpu.report.applied("SkipRMSNormalizationFusion") == 0  # slower there
+
+
+def test_a_4_bit_layer_is_typed_from_its_scales_before_its_input_is():
+    """While a model loads, whole-graph inference knows only initializers and declared
+    types: the stand-in takes the element type from the scales (the input's type)."""
+    from rewriter.graph.stand_ins import stand_ins
+
+    node = helper.make_node("MatMulNBits", ["hidden", "w4", "scales"], ["y"], domain="com.microsoft", K=16, N=8)
+    known = {"scales": (TensorProto.FLOAT16, [8])}
+    nodes, stubs = stand_ins(node, known.get)
+    assert [n.op_type for n in nodes] == ["MatMul"] and list(nodes[0].input) == ["hidden", stubs[0].name]
+    assert stubs[0].data_type == TensorProto.FLOAT16 and list(stubs[0].dims) == [16, 8]

@@ -79,8 +79,11 @@ def stand_ins(
         # for other than 3-D q and v the Einsum fails to infer: unknown, as without it
         return [_node("Einsum", [ins[0], ins[2]], outs[:1], [helper.make_attribute("equation", "bsd,bth->bsh")])], []
     if op == "MatMulNBits" and ins and "K" in attrs and "N" in attrs:
-        # a weight-only quantized linear layer: A [..., K] times a [K, N] of A's type
-        known = type_of(ins[0])
+        # a weight-only quantized linear layer: A [..., K] times a [K, N] of A's type, which
+        # its scales have too (asked first where inference has not reached A yet: whole-
+        # graph inference knows only initializers and declared types)
+        known = type_of(ins[2]) if len(ins) > 2 and ins[2] else None
+        known = known or type_of(ins[0])
         if known is None:
             return None
         k, n = (int(helper.get_attribute_value(attrs[a])) for a in ("K", "N"))
