@@ -972,3 +972,31 @@ def test_a_4_bit_layer_is_typed_from_its_scales_before_its_input_is():
     nodes, stubs = stand_ins(node, known.get)
     assert [n.op_type for n in nodes] == ["MatMul"] and list(nodes[0].input) == ["hidden", stubs[0].name]
     assert stubs[0].data_type == TensorProto.FLOAT16 and list(stubs[0].dims) == [16, 8]
+
+
+def deinterleaved_rotary(swapped: bool = False):
+    """DeepSeek-V3's rotary: the even and odd elements of the heads' last axis rotated and
+    concatenated (e cos - o sin, o cos + e sin), cos and sin constants [1, 1, S, R/2]."""
+    n = helper.make_node
+    first = ["ec", "os"] if not swapped else ["os", "ec"]
+    nodes = [
+        n("Slice", ["x", "zero", "end", "last", "two"], ["e"]),
+        n("Slice", ["x", "one", "end", "last", "two"], ["o"]),
+        n("Mul", ["e", "cos"], ["ec"]),
+        n("Mul", ["o", "sin"], ["os"]),
+        n("Sub", first, ["c1"]),
+        n("Mul", ["o", "cos"], ["oc"]),
+        n("Mul", ["e", "sin"], ["es"]),
+        n("Add", ["oc", "es"], ["c2"]),
+        n("Concat", ["c1", "c2"], ["y"], axis=-1),
+    ]
+    ints = {"zero": [0], "one": [1], "end": [2**62], "last": [-1], "two": [2]}
+    inits = [init(k, np.array(v, np.int64)) for k, v in ints.items()]
+    inits += [init("cos", np.cos(rand(1, 1, 3, 4))), init("sin", np.sin(rand(1, 1, 3, 4)))]
+    return model(nodes, [tensor("x", F, ["B", 2, 3, 8])], [tensor("y", F, ["B", 2, 3, 8])], inits)
+
+
+def test_deinterleaved_rotary_is_rotary_embedding_of_the_even_and_odd_halves():
+    after = check(deinterleaved_rotary(), "RotaryEmbeddingDeinterleavedFusion", True, atol=1e-5)
+    assert ops(after) == {"Slice": 2, "Concat": 1, "RotaryEmbedding": 1}
+    check(deinterleaved_rotary(swapped=True), "RotaryEmbeddingDeinterleavedFusion", False)
