@@ -190,7 +190,14 @@ def verify_rule(
             reject()
         if not counting:
             failing["attempts"] += 1
-        feeds = random_feeds(instance.model, inputs_seed, ranges=instance.input_ranges, shapes=instance.input_shapes)
+        try:
+            ranges, shapes = instance.input_ranges, instance.input_shapes
+            feeds = random_feeds(instance.model, inputs_seed, ranges=ranges, shapes=shapes)
+        except ValueError as why:  # a drawn shape no tensor can have (a varied hint gone below zero)
+            if counting:
+                verdict.invalid += 1
+                verdict.last_reject = f"no inputs for the drawn shapes: {why}"
+            reject()
         # if onnxruntime kills the process running the draw itself, the parent finds it
         write_artifacts(
             running,
