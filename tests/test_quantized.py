@@ -60,12 +60,15 @@ def steps_apart(before: onnx.ModelProto, after: onnx.ModelProto, step: float) ->
     return float(np.abs(want - got).max() / step)
 
 
+ONE_STEP = 1 + 1e-4  # one step, as float32 outputs measure it (1.0000002 steps at times)
+
+
 def test_a_qdq_convolution_becomes_qlinear_conv_and_moves_stay_on_integers():
     before = qdq_conv()
     after = rewriter.optimize(before, level="extended", providers="CPU").model
     # the Reshape between equal Q/DQ runs on the integers; one Q at the input, one DQ out
     assert ops(after) == {"QuantizeLinear": 1, "QLinearConv": 1, "Reshape": 1, "DequantizeLinear": 1}
-    assert steps_apart(before, after, 0.1) <= 1  # one quantization step at most
+    assert steps_apart(before, after, 0.1) <= ONE_STEP  # one quantization step at most
     rewriter.check_model(after, full_check=True)
 
 
@@ -150,4 +153,4 @@ def test_the_layout_level_runs_quantized_convolutions_channels_last():
     (conv,) = [n for n in after.graph.node if n.op_type == "QLinearConv"]
     assert conv.domain == "com.microsoft" and helper.get_attribute_value(conv.attribute[-1]) == 1
     assert ops(after)["Transpose"] == 2  # into NHWC before it, back after it
-    assert steps_apart(before, after, 0.1) <= 1
+    assert steps_apart(before, after, 0.1) <= ONE_STEP
