@@ -974,9 +974,10 @@ def test_a_4_bit_layer_is_typed_from_its_scales_before_its_input_is():
     assert stubs[0].data_type == TensorProto.FLOAT16 and list(stubs[0].dims) == [16, 8]
 
 
-def deinterleaved_rotary(swapped: bool = False):
+def deinterleaved_rotary(swapped: bool = False, computed: bool = False):
     """DeepSeek-V3's rotary: the even and odd elements of the heads' last axis rotated and
-    concatenated (e cos - o sin, o cos + e sin), cos and sin constants [1, 1, S, R/2]."""
+    concatenated (e cos - o sin, o cos + e sin), cos and sin constants [1, 1, S, R/2] (or,
+    ``computed``, inputs of that shape, as dynamic-axes exports compute them)."""
     n = helper.make_node
     first = ["ec", "os"] if not swapped else ["os", "ec"]
     nodes = [
@@ -992,11 +993,18 @@ def deinterleaved_rotary(swapped: bool = False):
     ]
     ints = {"zero": [0], "one": [1], "end": [2**62], "last": [-1], "two": [2]}
     inits = [init(k, np.array(v, np.int64)) for k, v in ints.items()]
-    inits += [init("cos", np.cos(rand(1, 1, 3, 4))), init("sin", np.sin(rand(1, 1, 3, 4)))]
-    return model(nodes, [tensor("x", F, ["B", 2, 3, 8])], [tensor("y", F, ["B", 2, 3, 8])], inits)
+    inputs = [tensor("x", F, ["B", 2, "S", 8])]
+    if computed:
+        inputs += [tensor("cos", F, [1, 1, "S", 4]), tensor("sin", F, [1, 1, "S", 4])]
+    else:
+        inputs[0] = tensor("x", F, ["B", 2, 3, 8])
+        inits += [init("cos", np.cos(rand(1, 1, 3, 4))), init("sin", np.sin(rand(1, 1, 3, 4)))]
+    return model(nodes, inputs, [tensor("y", F, ["B", 2, "S" if computed else 3, 8])], inits)
 
 
 def test_deinterleaved_rotary_is_rotary_embedding_of_the_even_and_odd_halves():
     after = check(deinterleaved_rotary(), "RotaryEmbeddingDeinterleavedFusion", True, atol=1e-5)
     assert ops(after) == {"Slice": 2, "Concat": 1, "RotaryEmbedding": 1}
     check(deinterleaved_rotary(swapped=True), "RotaryEmbeddingDeinterleavedFusion", False)
+    computed = check(deinterleaved_rotary(computed=True), "RotaryEmbeddingDeinterleavedComputedFusion", True, 1e-5)
+    assert ops(computed) == {"Slice": 2, "Concat": 1, "Reshape": 2, "RotaryEmbedding": 1}
