@@ -915,3 +915,33 @@ def test_a_sum_over_a_fresh_dim_is_as_unknown_as_the_dim():
 
     assert is_known_dim("past + 1") and is_known_dim("a + -1*b") and is_known_dim(3)
     assert not is_known_dim("2*unk__11") and not is_known_dim("batch + unk__2") and not is_known_dim("?x[0] + 1")
+
+
+def sliced_keys(second_rows=(8, 16)):
+    """DeepSeek's keys as dynamo writes `k[..., :8] = nope; k[..., 8:] = rope`: a zero buffer
+    [16, N, T, 1] filled by two ScatterNDs of Transposed updates, transposed back to k^T."""
+    n = helper.make_node
+    nodes = [
+        n("Transpose", ["nope"], ["nt"], perm=[3, 1, 2, 0]),
+        n("ScatterND", ["buffer", "first", "nt"], ["s1"]),
+        n("Transpose", ["rope"], ["rt"], perm=[3, 1, 2, 0]),
+        n("ScatterND", ["s1", "second", "rt"], ["s2"]),
+        n("Transpose", ["s2"], ["kt"], perm=[3, 1, 0, 2]),
+    ]
+    inits = [
+        init("buffer", np.zeros((16, 2, 5, 1), np.float32)),
+        init("first", np.arange(8, dtype=np.int64).reshape(8, 1)),
+        init("second", np.arange(*second_rows, dtype=np.int64).reshape(-1, 1)),
+    ]
+    inputs = [tensor("nope", F, [1, 2, 5, 8]), tensor("rope", F, [1, 2, 5, second_rows[1] - second_rows[0]])]
+    return model(nodes, inputs, [tensor("kt", F, [1, 2, 16, 5])], inits)
+
+
+def test_keys_filled_by_two_scatters_are_a_concat_of_the_two_parts():
+    before = sliced_keys()
+    after = optimize_basic(before).model
+    assert ops(after) == {"Concat": 1, "Transpose": 1}  # one Transpose: [0, 1, 3, 2] of the Concat
+    assert_same_outputs(before, after)
+    # rows 7..14 written second: row 7 twice and row 15 never (the buffer's zero stays)
+    overlapping = sliced_keys(second_rows=(7, 15))
+    assert ops(optimize_basic(overlapping).model)["ScatterND"] == 2
