@@ -5,8 +5,9 @@ ONNX Runtime's own optimizer still runs on our output (its NCHWc layout, kernels
 per machine), with one exception chosen by measurement: where the CPU provider leads, its
 SkipLayerNormFusion and EmbedLayerNormFusion are disabled.  onnxruntime's CPU kernels for
 those fused ops are slower than the Add and LayerNormalization they replace (1.2x-8x, see
-rules/layout.rules): our extended level fuses SkipLayerNormalization as every peer does
-and our layout level splits it back on the CPU, so the default level here is "all"; with
+rules/layout.rules): our extended level fuses SkipLayerNormalization (and its simplified
+form) as every peer does and our layout level splits them back on the CPU, so the default
+level here is "all"; with
 the fusions on, onnxruntime would fuse them back (BERT: 0.80 of ORT_ENABLE_ALL's time on
 the original with them, 0.67 without; MobileNetV3 1.01 -> 1.00; ViT 0.81 -> 0.76).
 """
