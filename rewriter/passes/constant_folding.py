@@ -152,12 +152,12 @@ def _inline_constant_ifs(view: GraphView) -> int:
             continue
         if any(has_subgraphs(inner) for inner in branch.node):
             continue  # nested bodies would need their reads renamed too
-        local = [t.name for t in branch.initializer] + [o for inner in branch.node for o in inner.output if o]
+        produced = [o for inner in branch.node for o in inner.output if o]
+        local = [t.name for t in branch.initializer] + produced
         renamed = {v: (view.fresh_value_name(v) if view.has_value(v) else v) for v in local}
         direct: dict[str, str] = {}  # a branch node's output -> the If output it becomes
         for value, out in zip((o.name for o in branch.output), outputs):
-            produced = value in renamed and value not in {t.name for t in branch.initializer}
-            if out and produced and value not in direct:
+            if out and value in produced and value not in direct:
                 direct[value] = out
         renamed.update(direct)
         metadata = view.metadata(node_id)
