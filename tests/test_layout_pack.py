@@ -148,6 +148,80 @@ def test_a_residual_add_becomes_the_convolutions_sum_input():
     assert max(len(n.input) for n in after.graph.node if n.op_type == "Conv") == 4
 
 
+def batch_norm(x, y, prefix, channels):
+    stats = [
+        RNG.standard_normal(channels).astype(np.float32),
+        RNG.standard_normal(channels).astype(np.float32),
+        RNG.standard_normal(channels).astype(np.float32),
+        RNG.uniform(0.5, 2.0, channels).astype(np.float32),
+    ]
+    names = [f"{prefix}_{n}" for n in ("scale", "b", "mean", "var")]
+    node = helper.make_node("BatchNormalization", [x, *names], [y], epsilon=1e-3)
+    return node, [init(n, v) for n, v in zip(names, stats)]
+
+
+@pytest.mark.parametrize("extra", [0, 4])
+def test_a_batch_norm_branch_becomes_a_blocked_depthwise_conv_with_the_sum_and_relu(extra):
+    # RepVGG / TextNet: relu(conv3x3(a) + bn(a)); ONNX Runtime turns the BN into a 1x1
+    # depthwise nchwc Conv that takes the other branch as its Sum input and the Relu
+    block = nchwc_block_size()
+    c = block + extra
+    nodes = [
+        conv("x", "a", "w0", block, c),
+        (helper.make_node("Relu", ["a"], ["ra"]), []),
+        conv("ra", "b", "w1", c, c),
+        batch_norm("ra", "n", "bn", c),
+        (helper.make_node("Add", ["b", "n"], ["t"]), []),
+        (helper.make_node("Relu", ["t"], ["y"]), []),
+    ]
+    after = layout(blocked_model(nodes, block, c))
+    assert {n.op_type for n in after.graph.node if n.domain != "com.microsoft.nchwc"} == set()
+    # unaligned: the residual is reordered out and in again (its padding is not t's)
+    assert nchwc_ops(after) == {"ReorderInput": 1 + bool(extra), "Conv": 3, "ReorderOutput": 1 + bool(extra)}
+    padded = -(-c // block) * block
+    groups = [helper.get_attribute_value(a) for n in after.graph.node for a in n.attribute if a.name == "group"]
+    assert sorted(groups) == [1, 1, padded]  # the BN's 1x1 depthwise Conv
+    assert sum(len(n.input) == 4 for n in after.graph.node if n.op_type == "Conv") == 1  # one took the Add
+
+
+def test_a_batch_norm_of_an_nchw_tensor_stays_nchw():
+    block = nchwc_block_size()
+    nodes = [batch_norm("x", "n", "bn", block), conv("n", "y", "w0", block, block)]
+    after = layout(blocked_model(nodes, block, block))
+    assert "BatchNormalization" in {n.op_type for n in after.graph.node}
+
+
+def resize(x, y, name, scales, **attrs):
+    return helper.make_node("Resize", [x, "", name], [y], **attrs), [init(name, np.array(scales, np.float32))]
+
+
+@pytest.mark.parametrize(
+    ("attrs", "scales", "blocked"),
+    [
+        ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}, [2, 2], True),
+        ({"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}, [2, 3], True),
+        ({"mode": "linear", "coordinate_transformation_mode": "align_corners"}, [1, 2], True),
+        ({"mode": "linear", "coordinate_transformation_mode": "half_pixel"}, [1.5, 2], False),
+        ({"mode": "cubic"}, [2, 2], False),
+        ({"mode": "nearest", "coordinate_transformation_mode": "half_pixel", "nearest_mode": "floor"}, [3, 3], False),
+    ],
+)
+def test_a_resize_by_whole_factors_between_convolutions_stays_blocked(attrs, scales, blocked):
+    block = nchwc_block_size()
+    nodes = [
+        conv("x", "a", "w0", block, block),
+        resize("a", "u", "scales", [1, 1, *scales], **attrs),
+        conv("u", "y", "w1", block, block),
+    ]
+    before = blocked_model(nodes, block, block)
+    out = before.graph.output[0].type.tensor_type.shape.dim
+    out[2].dim_value, out[3].dim_value = int(6 * scales[0]), int(6 * scales[1])
+    after = layout(before)
+    assert ("Resize" not in {n.op_type for n in after.graph.node}) == blocked
+    assert nchwc_ops(after)["Upsample"] == int(blocked)
+    assert nchwc_ops(after)["ReorderOutput"] == (1 if blocked else 2)
+
+
 def test_a_transpose_to_channels_last_is_the_reorder_itself():
     block = nchwc_block_size()
     nodes = [conv("x", "a", "w0", block, block), (helper.make_node("Transpose", ["a"], ["y"], perm=[0, 2, 3, 1]), [])]

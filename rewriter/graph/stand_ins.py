@@ -9,12 +9,12 @@ domain too), FusedMatMul by MatMul, FusedConv by Conv, FusedGemm by Gemm, MultiH
 by an Einsum of q and v ([B, S, D] x [B, T, Dv] -> [B, S, Dv]), Attention by a MatMul with a
 stub weight of the per-projection width, MatMulNBits (a model quantized to 4-bit weights
 before it is optimized) by a MatMul with a stub weight [K, N].  The NCHWc ops
-(com.microsoft.nchwc) of the layout level: their Conv and pools by the standard ones (a
-blocked tensor is typed as its padded NCHW shape), ReorderInput by a Pad of the channels up
-to the block (after a Transpose from NHWC), ReorderOutput by a Slice of the logical channels
-(and a Transpose to NHWC).  An op not listed, or a form not covered (a transposing
-FusedMatMul, packed or 4-D attention inputs), is left out: its outputs stay unknown, as
-before.  The model itself is never changed.
+(com.microsoft.nchwc) of the layout level: their Conv and pools by the standard ones,
+Upsample by a Resize of its whole factors (a blocked tensor is typed as its padded NCHW
+shape), ReorderInput by a Pad of the channels up to the block (after a Transpose from
+NHWC), ReorderOutput by a Slice of the logical channels (and a Transpose to NHWC).  An op not
+listed, or a form not covered (a transposing FusedMatMul, packed or 4-D attention inputs),
+is left out: its outputs stay unknown, as before.  The model itself is never changed.
 """
 
 from __future__ import annotations
@@ -115,6 +115,10 @@ def _nchwc_stand_ins(
         return [_node(op, ins[:1], outs[:1], [attrs[a] for a in _POOL_ATTRS if a in attrs])], []
     if op in ("GlobalAveragePool", "GlobalMaxPool"):
         return [_node(op, ins[:1], outs[:1])], []
+    if op == "Upsample" and "scales" in attrs:  # whole factors per axis: a Resize's shape
+        factors = [float(f) for f in helper.get_attribute_value(attrs["scales"])]
+        scales = helper.make_tensor(f"{outs[0]}__stand_in_scales", TensorProto.FLOAT, [len(factors)], factors)
+        return [_node("Resize", [ins[0], "", scales.name], outs[:1])], [scales]
     last = bool(helper.get_attribute_value(attrs["channels_last"])) if "channels_last" in attrs else False
     if op == "ReorderInput":
         known = type_of(ins[0])
