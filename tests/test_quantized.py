@@ -154,3 +154,44 @@ def test_the_layout_level_runs_quantized_convolutions_channels_last():
     assert conv.domain == "com.microsoft" and helper.get_attribute_value(conv.attribute[-1]) == 1
     assert ops(after)["Transpose"] == 2  # into NHWC before it, back after it
     assert steps_apart(before, after, 0.1) <= ONE_STEP
+
+
+def stand_in_shape(node: onnx.NodeProto, known: dict[str, tuple[int, list]]) -> list:
+    """The shape onnx infers for ``node``'s output through its stand-in nodes."""
+    from rewriter.graph.stand_ins import stand_ins
+
+    nodes, stubs = stand_ins(node, known.get)
+    graph = helper.make_graph(
+        nodes,
+        "stand_in",
+        [tensor(name, elem, dims) for name, (elem, dims) in known.items()],
+        [helper.make_tensor_value_info(node.output[0], TensorProto.UNDEFINED, None)],
+        stubs,
+    )
+    inferred = onnx.shape_inference.infer_shapes(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), strict_mode=True
+    )
+    (out,) = [v for v in inferred.graph.output if v.name == node.output[0]]
+    assert out.type.tensor_type.elem_type == known[node.input[0]][0] or node.op_type == "QLinearConv"
+    return [d.dim_value for d in out.type.tensor_type.shape.dim]
+
+
+def test_quantized_contrib_ops_keep_their_shapes_for_the_rules_after_them():
+    """Layout rules after a quantized op ask for its rank (the squeeze-and-excitation gate of
+    a QDQ EfficientNet: a channels-last pool needs its input's)."""
+    ms = "com.microsoft"
+    scale = (F, [])
+    known = {"x": (U8, [1, 6, 6, 8]), "g": (U8, [1, 1, 1, 8]), "s": scale, "z": (U8, []), "w": (I8, [4, 8, 3, 3])}
+    node = helper.make_node
+    assert stand_in_shape(node("QLinearSigmoid", ["x", "s", "z", "s", "z"], ["y"], domain=ms), known) == [1, 6, 6, 8]
+    gate = node("QLinearMul", ["x", "s", "z", "g", "s", "z", "s", "z"], ["y"], domain=ms)
+    assert stand_in_shape(gate, known) == [1, 6, 6, 8]
+    pool = node("QLinearGlobalAveragePool", ["x", "s", "z", "s", "z"], ["y"], domain=ms, channels_last=1)
+    assert stand_in_shape(pool, known) == [1, 1, 1, 8]
+    nchw = {**known, "x": (U8, [1, 8, 6, 6])}
+    pool = node("QLinearGlobalAveragePool", ["x", "s", "z", "s", "z"], ["y"], domain=ms)
+    assert stand_in_shape(pool, nchw) == [1, 8, 1, 1]
+    conv = node(
+        "QLinearConv", ["x", "s", "z", "w", "s", "z", "s", "z"], ["y"], domain=ms, channels_last=1, strides=[2, 2]
+    )
+    assert stand_in_shape(conv, known) == [1, 2, 2, 4]

@@ -8,7 +8,8 @@ Identity (RotaryEmbedding and ONNX Runtime's SimplifiedLayerNormalization in the
 domain too), FusedMatMul by MatMul, FusedConv by Conv, FusedGemm by Gemm, MultiHeadAttention
 by an Einsum of q and v ([B, S, D] x [B, T, Dv] -> [B, S, Dv]), Attention by a MatMul with a
 stub weight of the per-projection width, MatMulNBits (a model quantized to 4-bit weights
-before it is optimized) by a MatMul with a stub weight [K, N].  The NCHWc ops
+before it is optimized) by a MatMul with a stub weight [K, N], the quantized element-wise
+ops, global pooling and NHWC QLinearConv by standard ops of their shapes.  The NCHWc ops
 (com.microsoft.nchwc) of the layout level: their Conv and pools by the standard ones,
 Upsample by a Resize of its whole factors (a blocked tensor is typed as its padded NCHW
 shape), ReorderInput by a Pad of the channels up to the block (after a Transpose from
@@ -89,6 +90,8 @@ def stand_ins(
         k, n = (int(helper.get_attribute_value(attrs[a])) for a in ("K", "N"))
         stub = TensorProto(name=f"{outs[0]}__stand_in_weight", data_type=known[0], dims=[k, n])
         return [_node("MatMul", [ins[0], stub.name], outs[:1])], [stub]
+    if op in _QLINEAR_STAND_INS and len(ins) > 1:
+        return _qlinear_stand_ins(node, type_of)
     if op == "Attention" and len(ins) >= 2:
         known = type_of(ins[1])
         if known is None or len(known[1]) != 2 or not all(isinstance(d, int) for d in known[1]):
@@ -99,6 +102,50 @@ def stand_ins(
         stub = TensorProto(name=f"{outs[0]}__stand_in_weight", data_type=elem_type, dims=[weight[0], width])
         return [_node("MatMul", [ins[0], stub.name], outs[:1])], [stub]
     return None
+
+
+# onnxruntime's quantized ops (uint8/int8 in and out, the output typed as its zero point)
+_QLINEAR_STAND_INS = frozenset(
+    {"QLinearSigmoid", "QLinearLeakyRelu", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool", "QLinearConv"}
+)
+
+
+def _qlinear_stand_ins(
+    node: NodeProto, type_of: Callable[[str], tuple[int, list] | None]
+) -> tuple[list[NodeProto], list[TensorProto]] | None:
+    """Quantized element-wise ops keep their (broadcast) input's shape and type: an Identity,
+    or an Add of the two operands (onnx's Add takes uint8 and int8).  Global pooling: a Slice
+    of the first position of both spatial axes ([N, C, 1, 1], or [N, 1, 1, C] channels-last).
+    The NHWC QLinearConv: a ConvInteger of the (transposed) input and weights, cast to the
+    output zero point's type."""
+    op, ins, outs = node.op_type, list(node.input), list(node.output)
+    attrs = {a.name: a for a in node.attribute}
+    last = bool(helper.get_attribute_value(attrs["channels_last"])) if "channels_last" in attrs else False
+    if op in ("QLinearSigmoid", "QLinearLeakyRelu"):
+        return [_node("Identity", ins[:1], outs[:1])], []
+    if op in ("QLinearAdd", "QLinearMul") and len(ins) > 3 and ins[3]:
+        return [_node("Add", [ins[0], ins[3]], outs[:1])], []
+    if op == "QLinearGlobalAveragePool":
+        bounds = [
+            helper.make_tensor(f"{outs[0]}__stand_in_{name}", TensorProto.INT64, [2], values)
+            for name, values in (("starts", [0, 0]), ("ends", [1, 1]), ("axes", [1, 2] if last else [2, 3]))
+        ]
+        return [_node("Slice", [ins[0], *(b.name for b in bounds)], outs[:1])], bounds
+    zero_point = type_of(ins[7]) if op == "QLinearConv" and len(ins) > 7 and ins[7] else None
+    if zero_point is None:
+        return None
+    source, result = ins[0], f"{outs[0]}__stand_in_int32"
+    nodes = []
+    if last:
+        source = f"{outs[0]}__stand_in_nchw"
+        nodes.append(_node("Transpose", ins[:1], [source], [helper.make_attribute("perm", [0, 3, 1, 2])]))
+    conv_attrs = [attrs[a] for a in _CONV_ATTRS if a in attrs]
+    nodes.append(_node("ConvInteger", [source, ins[3]], [result], conv_attrs))
+    cast = f"{outs[0]}__stand_in_cast" if last else outs[0]
+    nodes.append(_node("Cast", [result], [cast], [helper.make_attribute("to", zero_point[0])]))
+    if last:
+        nodes.append(_node("Transpose", [cast], outs[:1], [helper.make_attribute("perm", [0, 2, 3, 1])]))
+    return nodes, []
 
 
 _POOL_ATTRS = ("auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides")
