@@ -75,8 +75,47 @@ Every model is built from a config with random weights (nothing is downloaded) a
   depth_anything dinov2_with_registers        ViT-based depth, detection-backbone and pose
   vitdet vitpose                              models, 32x32 (depth_anything: predicted_depth,
                                               vitpose: heatmaps)
+  dynamo_dynamic                              exporter setting (VARIANTS): *_dynamo_dynamic, dynamo with
+                                              ts_dynamic's dynamic axes (text: batch and sequence;
+                                              images: batch) of bert distilbert roberta albert
+                                              electra deberta_v2 mpnet gpt2 llama qwen2 mistral phi3
+                                              gemma qwen3 gpt_neox whisper_enc t5_enc clip_text
+                                              bart_enc vit deit swin beit dinov2 resnet18 (torch-
+                                              written) mobilenetv3 convnext hf_resnet whisper_dec
+                                              t5_dec bart_dec
+  dynamo_dynamic_more                         the same of wav2vec2 hubert speecht5_enc (batch and
+                                              samples), olmo3 ernie4_5 cohere2 glm4 gpt_oss llama4
+                                              moonshine_dec
+  olmo3 exaone4 arcee ernie4_5 seed_oss       newer decoders, the DECODERS variants (sliding-window
+  hunyuan_v1_dense ministral cohere2 glm4     and NoPE layers, sandwich norms, ReLU^2, xIELU, dynamic
+  apertus doge                                mask attention); interleaved rotary and xIELU ones
+                                              export with dynamo only
+  gpt_oss phimoe jetmoe dbrx llama4           more mixture-of-experts decoders (gpt_oss: attention
+                                              sinks, clamped SwiGLU experts; jetmoe (mixture of
+                                              attention heads too) and dbrx loop over experts:
+                                              jetmoe dynamo only, dbrx TorchScript only with every
+                                              expert on every token so the trace has them all;
+                                              llama4 (text): a dense and an MoE layer, chunked
+                                              attention, its complex rotary rewritten in real
+                                              arithmetic for the export, dynamo only)
+  xlm flaubert ibert nystromformer big_bird   more ENCODERS (language embeddings, integer-BERT in
+  canine markuplm lilt luke chinese_clip_text float mode, full attention for Nystromformer and
+                                              BigBird, hashed characters with downsampling, XPath
+                                              and layout streams, LUKE's words); lilt at hidden 48
+  mt5_dec umt5_dec m2m100_dec blenderbot_dec  more SEQ2SEQ_DECODERS; umt5, m2m100 and moonshine
+  plbart_dec moonshine_dec                    also {family}_kv_*
+  owlvit_vision blip_vision                   more vision transformers, 32x32
+  chinese_clip_vision
+  sam_vision rt_detr upernet                  SAM's image encoder (64x64, windowed and global
+                                              attention, a conv neck), RT-DETR (ResNet-D, hybrid
+                                              encoder, deformable attention, 10 queries) and
+                                              UperNet (ConvNeXt, pyramid pooling) as the conv nets
+  moonshine_enc speecht5_enc clap_audio       audio: Moonshine's encoder (4000 samples, dynamic
+                                              batch), SpeechT5's encoder with its speech prenet
+                                              (batch and samples), CLAP's HTSAT audio tower over a
+                                              (batch, 1, 256, 16) spectrogram
 Names: {family}[_kv]_{ts_static|ts_dynamic|ts_opset14|ts_dynamic_opset14|ts_bn|dynamo}[_fp16|_qdq|_qdyn|_q4].onnx,
-and {family}_{ts_dynamic_nofold|dynamo_opset23|dynamo_noopt}.onnx for the exporter settings.
+and {family}_{ts_dynamic_nofold|dynamo_opset23|dynamo_noopt|dynamo_dynamic}.onnx for the exporter settings.
 Dynamo exports of the original set use the exporter's default opset, the newer families opset 18.
 An export that fails is reported (-v: with its traceback) and skipped; every model written is
 loaded in onnxruntime and run once on bench/snapshot.py's feeds, and deleted (with its
@@ -85,9 +124,11 @@ external data) when it does not load or run.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import tempfile
 import traceback
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -161,8 +202,9 @@ def export_resnet(out: Path, width: int = 64, name: str = "resnet18_bn.onnx") ->
 STANDARD = ("ts_static", "ts_dynamic", "ts_opset14", "dynamo")
 # variant -> torch.onnx.export arguments; "dynamic_axes": True takes the model's dynamic axes, a
 # dynamo variant without an opset_version gets export_variants' dynamo_opset (else the exporter's
-# default).  The last three are exporter settings users also pick: constant folding off, ONNX's
-# newest opset (its Attention and RMSNormalization ops), the onnxscript optimizer off.
+# default).  The last four are exporter settings users also pick: constant folding off, ONNX's
+# newest opset (its Attention and RMSNormalization ops), the onnxscript optimizer off, dynamo
+# with the dynamic axes of ts_dynamic (passed as dynamic_shapes, see dynamo_shapes).
 VARIANTS = {
     "ts_static": {"dynamo": False, "opset_version": 17},
     "ts_dynamic": {"dynamo": False, "opset_version": 17, "dynamic_axes": True},
@@ -171,7 +213,17 @@ VARIANTS = {
     "ts_dynamic_nofold": {"dynamo": False, "opset_version": 17, "dynamic_axes": True, "do_constant_folding": False},
     "dynamo_opset23": {"dynamo": True, "opset_version": 23},
     "dynamo_noopt": {"dynamo": True, "optimize": False},
+    "dynamo_dynamic": {"dynamo": True, "dynamic_axes": True},
 }
+
+
+def dynamo_shapes(model: nn.Module, names: list[str], dynamic: dict) -> dict:
+    """The dynamic_axes ``dynamic`` (input name -> {axis: name}) as the dynamo exporter's
+    dynamic_shapes, keyed by the parameters of model.forward: torch.onnx's own conversion of
+    dynamic_axes keeps only the first input of a forward(*args) (HiddenState's).  Axis names
+    stay strings: torch.onnx makes them Dim.DYNAMIC and names the ONNX dims after them."""
+    bound = inspect.signature(model.forward).bind(*(dynamic.get(n) for n in names))
+    return dict(bound.arguments)
 
 
 def export_variants(
@@ -193,7 +245,10 @@ def export_variants(
     for variant in variants:
         arguments = dict(VARIANTS[variant])
         if arguments.pop("dynamic_axes", False):
-            arguments["dynamic_axes"] = dynamic
+            if arguments["dynamo"]:
+                arguments["dynamic_shapes"] = dynamo_shapes(model, names, dynamic)
+            else:
+                arguments["dynamic_axes"] = dynamic
         if arguments["dynamo"] and dynamo_opset:  # the dynamo exporter changes often
             arguments.setdefault("opset_version", dynamo_opset)
         attempt(
@@ -235,7 +290,9 @@ def text_inputs(names: list[str]) -> tuple:
     mask[0, 12:] = 0  # padding, so the mask matters
     types = torch.zeros(1, 16, dtype=torch.int64)
     boxes = torch.arange(16).view(1, 16, 1) * torch.tensor([1, 2, 3, 4])  # LayoutLM's (x0, y0, x1, y1), no RNG
+    xpath = torch.arange(64).view(1, 16, 4)  # MarkupLM's tag and subscript ids at 4 depths, no RNG
     inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types, "bbox": boxes}
+    inputs.update(xpath_tags_seq=xpath % 15, xpath_subs_seq=xpath % 7)
     return tuple(inputs[n] for n in names)
 
 
@@ -276,7 +333,9 @@ def export_bert(
     export_text(out, prefix, BertModel(config), ["input_ids", "attention_mask", "token_type_ids"], variants=variants)
 
 
-def export_distilbert(out: Path, attention: str = "eager", prefix: str = "distilbert") -> None:
+def export_distilbert(
+    out: Path, attention: str = "eager", prefix: str = "distilbert", variants: tuple[str, ...] = STANDARD
+) -> None:
     from transformers import DistilBertConfig, DistilBertModel
 
     config = DistilBertConfig(
@@ -288,7 +347,7 @@ def export_distilbert(out: Path, attention: str = "eager", prefix: str = "distil
         max_position_embeddings=64,
         attn_implementation=attention,
     )
-    export_text(out, prefix, DistilBertModel(config), ["input_ids", "attention_mask"])
+    export_text(out, prefix, DistilBertModel(config), ["input_ids", "attention_mask"], variants=variants)
 
 
 def export_gpt2(
@@ -357,6 +416,7 @@ class Decoder(nn.Module):
 
 
 MOE = {"num_experts_per_tok": 2, "experts_implementation": "batched_mm"}
+ROPE = {"rope_type": "default", "rope_theta": 10000.0}  # for configs whose default has no rope_theta
 
 # family -> (config class, model class, config arguments beyond the common ones; None drops one)
 DECODERS = {
@@ -499,6 +559,124 @@ DECODERS = {
             "v_head_dim": 16,
         },
     ),
+    # newer decoders (transformers 5)
+    "olmo3": (
+        "Olmo3Config",
+        "Olmo3ForCausalLM",  # Olmo2's post-norm and q/k norms, a sliding-window layer then a full one
+        {"sliding_window": 8, "layer_types": ["sliding_attention", "full_attention"]},
+    ),
+    "exaone4": (
+        "Exaone4Config",
+        "Exaone4ForCausalLM",  # post-norm, q/k RMSNorm, sliding-window and global (no rotary) layers
+        {"num_key_value_heads": 2, "sliding_window": 8, "sliding_window_pattern": 2},
+    ),
+    "arcee": ("ArceeConfig", "ArceeForCausalLM", {"num_key_value_heads": 2}),  # ReLU^2 MLP without a gate
+    "ernie4_5": (
+        "Ernie4_5Config",
+        "Ernie4_5ForCausalLM",  # interleaved rotary
+        {"num_key_value_heads": 2, "head_dim": 16},
+    ),
+    "hunyuan_v1_dense": (
+        "HunYuanDenseV1Config",
+        "HunYuanDenseV1ForCausalLM",  # q/k RMSNorm after rotary
+        {"num_key_value_heads": 2, "head_dim": 16},  # head_dim's default is None
+    ),
+    "seed_oss": (
+        "SeedOssConfig",
+        "SeedOssForCausalLM",  # qkv biases, no output bias
+        {"num_key_value_heads": 2, "head_dim": 16},
+    ),
+    "ministral": (
+        "MinistralConfig",
+        "MinistralForCausalLM",  # Mistral with sliding-window and full layers
+        {
+            "num_key_value_heads": 2,
+            "head_dim": 16,  # the default is None
+            "sliding_window": 8,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+    "cohere2": (
+        "Cohere2Config",
+        "Cohere2ForCausalLM",  # parallel block, LayerNorm, a sliding-window rotary layer, a global NoPE one
+        {"num_key_value_heads": 2, "sliding_window": 8, "layer_types": ["sliding_attention", "full_attention"]},
+    ),
+    "glm4": (
+        "Glm4Config",
+        "Glm4ForCausalLM",  # sandwich norms, interleaved partial rotary, fused gate_up
+        {"num_key_value_heads": 2, "head_dim": 16},
+    ),
+    "apertus": ("ApertusConfig", "ApertusForCausalLM", {"num_key_value_heads": 2}),  # xIELU, q/k RMSNorm, no gate
+    "doge": (
+        "DogeConfig",
+        "DogeForCausalLM",  # dynamic mask attention (a learned bias per key), residual scaling
+        {"num_key_value_heads": 2, "keep_window_size": 8},
+    ),
+    "gpt_oss": (
+        "GptOssConfig",
+        "GptOssForCausalLM",  # attention sinks, alternating sliding and full, clamped SwiGLU experts with biases
+        {
+            **MOE,
+            "num_local_experts": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "intermediate_size": 64,
+            "sliding_window": 8,
+        },
+    ),
+    "phimoe": (
+        "PhimoeConfig",
+        "PhimoeForCausalLM",  # sparsemixer routing, LayerNorm
+        {**MOE, "num_local_experts": 4, "num_key_value_heads": 2, "intermediate_size": 64},
+    ),
+    "jetmoe": (
+        "JetMoeConfig",
+        "JetMoeForCausalLM",  # mixture of attention heads and of MLP experts (its own loop over experts)
+        {
+            "num_attention_heads": None,  # num_key_value_heads * num_experts_per_tok
+            "num_key_value_heads": 2,
+            "kv_channels": 16,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "intermediate_size": 64,
+        },
+    ),
+    "dbrx": (
+        "DbrxConfig",
+        "DbrxForCausalLM",  # clipped fused qkv, LayerNorm without bias, experts looped over (dynamo: data-dependent)
+        {
+            "hidden_size": None,
+            "num_hidden_layers": None,
+            "num_attention_heads": None,
+            "intermediate_size": None,
+            "max_position_embeddings": None,
+            "d_model": 64,
+            "n_heads": 4,
+            "n_layers": 2,
+            "max_seq_len": 128,
+            "attn_config": {"kv_n_heads": 2, "clip_qkv": 8.0, "rope_theta": 10000.0},
+            "rope_parameters": ROPE,
+            # every expert for every token: TorchScript traces its loop over the experts the
+            # example routes to, so all of them (the router's weights still differ per token)
+            "ffn_config": {"ffn_hidden_size": 64, "moe_num_experts": 4, "moe_top_k": 4},
+        },
+    ),
+    "llama4": (
+        "Llama4TextConfig",
+        "Llama4ForCausalLM",  # a dense layer with chunked rotary attention, an MoE NoPE layer (top-1
+        # sigmoid router over all experts, a shared expert), q/k L2 norm, attention temperature tuning
+        {
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "intermediate_size": 64,
+            "intermediate_size_mlp": 128,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 1,
+            "interleave_moe_layer_step": 2,
+            "no_rope_layer_interval": 2,
+            "attention_chunk_size": 8,
+        },
+    ),
 }
 
 
@@ -573,6 +751,41 @@ def export_decoder(
         "past": tuple({0: batch, 2: past_length} for _ in past),
     }
     export_step(out, f"{prefix}_kv", step, (ids, mask, *past), names + past_names, output_names, axes, shapes)
+
+
+@contextmanager
+def llama4_real_rotary():
+    """Llama 4's rotary embedding in real arithmetic while exporting: transformers computes it
+    in complex numbers (torch.polar, view_as_complex), which neither exporter translates
+    (TorchScript: no aten::polar; dynamo: no complex aten::unsqueeze).  The same rotation of
+    interleaved pairs, (cos, sin) stacked in a last axis in place of a complex tensor."""
+    from transformers.models.llama4 import modeling_llama4 as module
+
+    def rotary(self, x, position_ids):
+        freqs = position_ids[..., None].float() * self.inv_freq.to(device=x.device, dtype=torch.float)
+        return torch.stack([freqs.cos(), freqs.sin()], -1) * self.attention_scaling
+
+    def apply(xq, xk, freqs):
+        cos, sin = freqs[:, :, None, :, 0], freqs[:, :, None, :, 1]
+
+        def rotate(x):
+            pairs = x.float().reshape(*x.shape[:-1], -1, 2)
+            real, imag = pairs[..., 0], pairs[..., 1]
+            return torch.stack([real * cos - imag * sin, real * sin + imag * cos], -1).flatten(3).type_as(x)
+
+        return rotate(xq), rotate(xk)
+
+    saved = module.Llama4TextRotaryEmbedding.forward, module.apply_rotary_emb
+    module.Llama4TextRotaryEmbedding.forward, module.apply_rotary_emb = rotary, apply
+    try:
+        yield
+    finally:
+        module.Llama4TextRotaryEmbedding.forward, module.apply_rotary_emb = saved
+
+
+def export_llama4(out: Path, **arguments) -> None:
+    with llama4_real_rotary():
+        export_decoder(out, "llama4", **arguments)
 
 
 def export_step(
@@ -654,6 +867,21 @@ BART_SIZE = dict(
     decoder_start_token_id=1,
 )
 CROSS = ["input_ids", "encoder_hidden_states", "encoder_attention_mask"]
+T5_SIZE = dict(vocab_size=128, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4, pad_token_id=0)
+MOONSHINE_SIZE = dict(
+    vocab_size=128,
+    hidden_size=64,
+    intermediate_size=128,
+    encoder_num_hidden_layers=2,
+    decoder_num_hidden_layers=2,
+    encoder_num_attention_heads=4,
+    decoder_num_attention_heads=4,
+    max_position_embeddings=64,
+    pad_token_id=0,
+    bos_token_id=1,
+    eos_token_id=2,
+    decoder_start_token_id=1,
+)
 
 # family -> (config class, encoder-decoder model class, decoder inputs, config arguments; None drops one)
 SEQ2SEQ_DECODERS = {
@@ -684,12 +912,25 @@ SEQ2SEQ_DECODERS = {
         "T5Config",
         "T5Model",  # RMSNorm, relative position bias, no scaling of scores
         CROSS,
-        dict(vocab_size=128, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4, pad_token_id=0),
+        T5_SIZE,
+    ),
+    "mt5_dec": ("MT5Config", "MT5Model", CROSS, T5_SIZE),  # T5 with gated-GELU feed-forward
+    "umt5_dec": ("UMT5Config", "UMT5Model", CROSS, T5_SIZE),  # a relative position bias in every layer
+    "m2m100_dec": ("M2M100Config", "M2M100Model", CROSS, BART_SIZE),  # sinusoidal positions, pre-LN, scaled
+    "blenderbot_dec": ("BlenderbotConfig", "BlenderbotModel", CROSS, BART_SIZE),  # pre-LN, learned positions
+    "plbart_dec": ("PLBartConfig", "PLBartModel", CROSS, BART_SIZE),  # BART with scaled embeddings
+    "moonshine_dec": (
+        "MoonshineConfig",
+        "MoonshineModel",  # partial rotary, SwiGLU, LayerNorm
+        CROSS,
+        {**MOONSHINE_SIZE, "use_cache": True},  # as Whisper's: no aten::diff
     ),
 }
+# the SEQ2SEQ_DECODERS also exported as {family}_kv_*
+SEQ2SEQ_KV = ("whisper_dec", "bart_dec", "t5_dec", "umt5_dec", "m2m100_dec", "moonshine_dec")
 
 
-def export_seq2seq_decoder(out: Path, family: str, kv: bool = False) -> None:
+def export_seq2seq_decoder(out: Path, family: str, kv: bool = False, variants: tuple[str, ...] = STANDARD) -> None:
     """The decoder of an encoder-decoder model over (input_ids, encoder_hidden_states
     [, encoder_attention_mask]) -> last_hidden_state in export_variants' variants; with kv
     also {family}_kv_{ts_dynamic,dynamo}: one step over a self-attention past of 4 tokens and
@@ -701,7 +942,8 @@ def export_seq2seq_decoder(out: Path, family: str, kv: bool = False) -> None:
     arguments = {"use_cache": False, "attn_implementation": "eager", **arguments}
     config = getattr(transformers, config_name)(**{k: v for k, v in arguments.items() if v is not None})
     decoder = getattr(transformers, model_name)(config).get_decoder().eval().requires_grad_(False)
-    hidden = torch.randn(2, 6, config.d_model)
+    width = config.d_model if hasattr(config, "d_model") else config.hidden_size  # Moonshine: hidden_size
+    hidden = torch.randn(2, 6, width)
     mask = torch.ones(2, 6, dtype=torch.int64)
     mask[1, 4:] = 0  # padding, so the mask matters
     inputs = {
@@ -712,7 +954,7 @@ def export_seq2seq_decoder(out: Path, family: str, kv: bool = False) -> None:
     axes = {"input_ids": {0: "batch", 1: "sequence_length"}}
     axes.update({n: {0: "batch", 1: "encoder_sequence_length"} for n in names[1:]})
     args = tuple(inputs[n][:1] for n in names)
-    export_variants(HiddenState(decoder, names), args, names, axes, out, family, dynamo_opset=18)
+    export_variants(HiddenState(decoder, names), args, names, axes, out, family, 18, variants)
     if not kv:
         return
     with torch.no_grad():  # the past: a prefill of 4 tokens over the 6 encoder positions
@@ -739,7 +981,7 @@ def export_seq2seq_decoder(out: Path, family: str, kv: bool = False) -> None:
     batch, dims = Dim("batch", min=1, max=64), {k: Dim(v, min=1, max=100) for k, v in lengths.items()}
     shapes = [{0: batch}] + [{0: batch, 1: dims["encoder"]}] * (len(step_names) - 1)
     shapes += [{0: batch, 2: dims[n.split(".")[2]]} for n in past_names]
-    step = CrossDecoderStep(decoder, step_names, config.d_model).eval()
+    step = CrossDecoderStep(decoder, step_names, width).eval()
     step_args = (inputs["input_ids"][:, 4:5], *(inputs[n] for n in step_names[1:]), *past)
     export_step(
         out, f"{family}_kv", step, step_args, step_names + past_names, output_names, step_axes, {"args": tuple(shapes)}
@@ -784,16 +1026,16 @@ def export_whisper_encoder(out: Path, variants: tuple[str, ...] = STANDARD) -> N
     )
 
 
-def export_t5_encoder(out: Path) -> None:
+def export_t5_encoder(out: Path, variants: tuple[str, ...] = STANDARD) -> None:
     from transformers import T5Config, T5EncoderModel
 
     config = T5Config(
         vocab_size=100, d_model=64, d_kv=32, d_ff=128, num_layers=2, num_heads=2, attn_implementation="eager"
     )
-    export_text(out, "t5_enc", T5EncoderModel(config), ["input_ids", "attention_mask"], dynamo_opset=18)
+    export_text(out, "t5_enc", T5EncoderModel(config), ["input_ids", "attention_mask"], 18, variants)
 
 
-def export_clip_text(out: Path) -> None:
+def export_clip_text(out: Path, variants: tuple[str, ...] = STANDARD) -> None:
     from transformers import CLIPTextConfig, CLIPTextModel
 
     config = CLIPTextConfig(
@@ -808,10 +1050,10 @@ def export_clip_text(out: Path) -> None:
         eos_token_id=2,
         attn_implementation="eager",
     )
-    export_text(out, "clip_text", CLIPTextModel(config), ["input_ids", "attention_mask"], dynamo_opset=18)
+    export_text(out, "clip_text", CLIPTextModel(config), ["input_ids", "attention_mask"], 18, variants)
 
 
-def export_bart_encoder(out: Path) -> None:
+def export_bart_encoder(out: Path, variants: tuple[str, ...] = STANDARD) -> None:
     from transformers import BartConfig
     from transformers.models.bart.modeling_bart import BartEncoder
 
@@ -827,7 +1069,7 @@ def export_bart_encoder(out: Path) -> None:
         max_position_embeddings=64,
         attn_implementation="eager",
     )
-    export_text(out, "bart_enc", BartEncoder(config), ["input_ids", "attention_mask"], dynamo_opset=18)
+    export_text(out, "bart_enc", BartEncoder(config), ["input_ids", "attention_mask"], 18, variants)
 
 
 def export_encoders_dyn14(out: Path) -> None:
@@ -876,6 +1118,15 @@ def export_encoders_dyn14(out: Path) -> None:
 
 
 TEXT3 = ["input_ids", "attention_mask", "token_type_ids"]
+XLM_SIZE = dict(  # XLM's and FlauBERT's own names (the attribute_map's would lose to the defaults)
+    hidden_size=None,
+    num_hidden_layers=None,
+    num_attention_heads=None,
+    intermediate_size=None,
+    emb_dim=64,
+    n_layers=2,
+    n_heads=4,
+)
 
 # family -> (config class, model class, inputs, config arguments beyond the common ones; None drops one)
 ENCODERS = {
@@ -942,15 +1193,67 @@ ENCODERS = {
         TEXT3,
         {"input_embedding_size": 32, "output_embedding_size": 32},
     ),
+    "xlm": (
+        "XLMConfig",
+        "XLMModel",  # sinusoidal-free learned positions, language embeddings, lengths from the padding
+        ["input_ids", "attention_mask"],
+        {**XLM_SIZE, "n_langs": 2},
+    ),
+    # FlauBERT: XLM with layerdrop; pre_norm=True fails in transformers 5 (indexes its EncoderDecoderCache)
+    "flaubert": ("FlaubertConfig", "FlaubertModel", ["input_ids", "attention_mask"], XLM_SIZE),
+    "ibert": ("IBertConfig", "IBertModel", TEXT3, {}),  # RoBERTa (quant_mode off: float ops)
+    "nystromformer": (
+        "NystromformerConfig",
+        "NystromformerModel",  # full attention plus a conv over the values: as many landmarks as
+        # segment_means_seq_len; with fewer (landmark attention) transformers 5 adds a (batch, 1,
+        # seq, seq) mask to (batch, heads, landmarks, seq) scores and fails
+        TEXT3,
+        {"num_landmarks": 64, "segment_means_seq_len": 64, "conv_kernel_size": 3},
+    ),
+    "big_bird": ("BigBirdConfig", "BigBirdModel", TEXT3, {"attention_type": "original_full", "sep_token_id": 3}),
+    "canine": (
+        "CanineConfig",
+        "CanineModel",  # hashed character embeddings, local attention, strided downsampling conv, upsampling
+        TEXT3,
+        {"num_hash_buckets": 64, "local_transformer_stride": 8, "downsampling_rate": 4, "type_vocab_size": 2},
+    ),
+    "markuplm": (
+        "MarkupLMConfig",
+        "MarkupLMModel",  # XPath tag and subscript embeddings summed into the tokens'
+        ["input_ids", "xpath_tags_seq", "xpath_subs_seq", "attention_mask", "token_type_ids"],
+        {
+            "max_depth": 4,
+            "max_xpath_tag_unit_embeddings": 16,
+            "max_xpath_subs_unit_embeddings": 16,
+            "tag_pad_id": 15,
+            "subs_pad_id": 15,
+            "xpath_unit_hidden_size": 8,
+        },
+    ),
+    "lilt": (
+        "LiltConfig",
+        "LiltModel",  # a layout stream beside the text one, attention scores shared across them
+        ["input_ids", "bbox", "attention_mask", "token_type_ids"],
+        {"hidden_size": 48},  # its box embeddings are 6 of hidden_size // 6: 64 does not divide
+    ),
+    "chinese_clip_text": ("ChineseCLIPTextConfig", "ChineseCLIPTextModel", TEXT3, {}),  # BERT
+    "luke": (
+        "LukeConfig",
+        "LukeModel",  # RoBERTa words; no entity inputs
+        TEXT3,
+        {"entity_vocab_size": 16, "entity_emb_size": 32},
+    ),
 }
 
 
-def export_encoder(out: Path, family: str, attention: str = "eager", prefix: str | None = None) -> None:
+def export_encoder(
+    out: Path, family: str, attention: str = "eager", prefix: str | None = None, variants: tuple[str, ...] = STANDARD
+) -> None:
     """A transformers encoder from ENCODERS in export_text's variants (last_hidden_state)."""
 
     config_name, model_name, names, extra = ENCODERS[family]
     model = tiny_transformer(config_name, model_name, extra, attention, max_position_embeddings=64)
-    export_text(out, prefix or family, model, names, dynamo_opset=18)
+    export_text(out, prefix or family, model, names, 18, variants)
 
 
 def tiny_transformer(config_name: str, model_name: str, extra: dict, attention: str, **arguments):
@@ -997,11 +1300,14 @@ def vision_model(
     return HiddenState(model, list(inputs), output).eval()
 
 
-def export_vision(out: Path, prefix: str, model: nn.Module, size: int, **inputs: torch.Tensor) -> None:
+def export_vision(
+    out: Path, prefix: str, model: nn.Module, size: int, variants: tuple[str, ...] = STANDARD, **inputs: torch.Tensor
+) -> None:
     """A transformer over (batch, 3, size, size) images (and ``inputs``: name -> example) in
     export_variants' variants (dynamic batch)."""
     inputs = {"pixel_values": torch.randn(1, 3, size, size), **inputs}
-    export_variants(model, tuple(inputs.values()), list(inputs), {n: {0: "batch"} for n in inputs}, out, prefix, 18)
+    axes = {n: {0: "batch"} for n in inputs}
+    export_variants(model, tuple(inputs.values()), list(inputs), axes, out, prefix, 18, variants)
 
 
 VIT_SIZE = dict(
@@ -1044,7 +1350,9 @@ DETR_SIZE = dict(
 )
 
 
-def export_audio(out: Path, prefix: str, config_name: str, model_name: str, **arguments) -> None:
+def export_audio(
+    out: Path, prefix: str, config_name: str, model_name: str, variants: tuple[str, ...] = STANDARD, **arguments
+) -> None:
     """A speech encoder over (batch, samples) of raw audio: two feature-extractor convs, the
     corpus's transformer size, dynamic batch and length."""
     model = vision_model(
@@ -1063,21 +1371,92 @@ def export_audio(out: Path, prefix: str, config_name: str, model_name: str, **ar
         **arguments,
     )
     names = ["input_values"]
-    export_variants(
-        model, (torch.randn(1, 1600),), names, {"input_values": {0: "batch", 1: "samples"}}, out, prefix, 18
+    axes = {"input_values": {0: "batch", 1: "samples"}}
+    export_variants(model, (torch.randn(1, 1600),), names, axes, out, prefix, 18, variants)
+
+
+def export_moonshine_encoder(out: Path) -> None:
+    """Moonshine's encoder over (batch, 4000 samples) of raw audio: three strided convs (their
+    kernels and strides fixed: 127/64, 7/3, 3/2; 9 frames), GroupNorm, partial rotary.  Dynamic
+    batch only: the benchmarks' 800 samples leave the last conv no frame."""
+    import transformers
+
+    config = transformers.MoonshineConfig(**MOONSHINE_SIZE, attn_implementation="eager")
+    names = ["input_values"]
+    encoder = HiddenState(transformers.MoonshineModel(config).get_encoder(), names)
+    export_variants(encoder, (torch.randn(1, 4000),), names, {"input_values": {0: "batch"}}, out, "moonshine_enc", 18)
+
+
+def export_speecht5_encoder(out: Path, variants: tuple[str, ...] = STANDARD) -> None:
+    """SpeechT5's encoder with its speech prenet over raw audio (as export_audio: two
+    feature-extractor convs, a conv position embedding, dynamic batch and length), then
+    sinusoidal positions and a relative position bias in attention."""
+    from transformers import SpeechT5Config
+    from transformers.models.speecht5.modeling_speecht5 import SpeechT5EncoderWithSpeechPrenet
+
+    config = SpeechT5Config(
+        vocab_size=128,
+        hidden_size=64,
+        encoder_layers=2,
+        encoder_attention_heads=4,
+        encoder_ffn_dim=128,
+        decoder_layers=2,
+        decoder_attention_heads=4,
+        decoder_ffn_dim=128,
+        conv_dim=(16, 16),
+        conv_stride=(5, 2),
+        conv_kernel=(10, 3),
+        num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=4,
+        apply_spec_augment=False,
+        max_speech_positions=512,
+        encoder_max_relative_position=16,
+        speech_decoder_prenet_units=32,
+        speaker_embedding_dim=16,
+        speech_decoder_postnet_units=32,
     )
+    names = ["input_values"]
+    encoder = HiddenState(SpeechT5EncoderWithSpeechPrenet(config), names)
+    axes = {"input_values": {0: "batch", 1: "samples"}}
+    export_variants(encoder, (torch.randn(1, 1600),), names, axes, out, "speecht5_enc", 18, variants)
 
 
-def export_deit(out: Path, attention: str = "eager", prefix: str = "deit") -> None:
+def export_clap_audio(out: Path) -> None:
+    """CLAP's audio tower (HTSAT): a Swin transformer over a (batch, 1, 256 frames, 16 mel bins)
+    spectrogram folded into a 64x64 image; dynamic batch."""
+    model = vision_model(
+        "ClapAudioConfig",
+        "ClapAudioModel",
+        ("input_features",),
+        spec_size=64,
+        num_mel_bins=16,
+        window_size=4,
+        patch_size=4,
+        patch_stride=[4, 4],
+        depths=[1, 1],
+        num_attention_heads=[2, 4],
+        patch_embeds_hidden_size=16,
+        hidden_size=32,
+        projection_dim=32,
+        enable_fusion=False,
+    )
+    names = ["input_features"]
+    axes = {"input_features": {0: "batch"}}
+    export_variants(model, (torch.randn(1, 1, 256, 16),), names, axes, out, "clap_audio", 18)
+
+
+def export_deit(
+    out: Path, attention: str = "eager", prefix: str = "deit", variants: tuple[str, ...] = STANDARD
+) -> None:
     """DeiT: ViT with a distillation token next to the class token."""
     model = vision_model("DeiTConfig", "DeiTModel", **VIT_SIZE, attn_implementation=attention)
-    export_vision(out, prefix, model, 32)
+    export_vision(out, prefix, model, 32, variants)
 
 
-def export_swin(out: Path) -> None:
+def export_swin(out: Path, variants: tuple[str, ...] = STANDARD) -> None:
     """Swin: shifted-window attention with a relative position bias, patch merging."""
     model = vision_model("SwinConfig", "SwinModel", **SWIN_SIZE, attn_implementation="eager")
-    export_vision(out, "swin", model, 32)
+    export_vision(out, "swin", model, 32, variants)
 
 
 # ---- conv nets (torchvision's layouts, small) ----------------------------------------------------
@@ -1202,15 +1581,15 @@ class ConvNeXt(nn.Module):
         return self.head(nn.functional.adaptive_avg_pool2d(self.features(x), 1))
 
 
-def export_convnet(out: Path, prefix: str, model: nn.Module) -> None:
+def export_convnet(out: Path, prefix: str, model: nn.Module, variants: tuple[str, ...] = STANDARD) -> None:
     """The four variants (both exporters fold BatchNormalization into the convolutions) and
     {prefix}_ts_bn: TorchScript with BatchNormalization kept, as export_resnet does (when the
-    model has any)."""
+    model has any; with the standard variants only)."""
     model = model.eval()
     randomize_bn(model)
     names, x = ["pixel_values"], torch.randn(1, 3, 64, 64)
-    export_variants(model, (x,), names, {"pixel_values": {0: "batch"}}, out, prefix, dynamo_opset=18)
-    if not any(isinstance(m, nn.BatchNorm2d) for m in model.modules()):
+    export_variants(model, (x,), names, {"pixel_values": {0: "batch"}}, out, prefix, 18, variants)
+    if variants != STANDARD or not any(isinstance(m, nn.BatchNorm2d) for m in model.modules()):
         return
     attempt(
         f"{prefix}_ts_bn",
@@ -1389,6 +1768,18 @@ def export_quant_llm(out: Path) -> None:
         quantized_copies(source, out, QUANT_LLM_SOURCES)
 
 
+def beit() -> nn.Module:
+    return vision_model("BeitConfig", "BeitModel", **VIT_SIZE, use_relative_position_bias=True)
+
+
+def dinov2() -> nn.Module:
+    return vision_model("Dinov2Config", "Dinov2Model", **VIT_SIZE)
+
+
+def hf_resnet() -> nn.Module:  # bottleneck blocks
+    return vision_model("ResNetConfig", "ResNetModel", embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1])
+
+
 # exporter settings: name -> a model's export (out, variants= -> None)
 SETTING_SOURCES = {
     "llama": partial(export_decoder, family="llama", kv=False),
@@ -1402,6 +1793,30 @@ SETTING_SOURCES = {
     "vit": export_vit,
     "vit_sdpa": partial(export_vit, attention="sdpa", prefix="vit_sdpa"),
     "whisper_enc": export_whisper_encoder,
+    # dynamo_dynamic's
+    "distilbert": export_distilbert,
+    **{f: partial(export_encoder, family=f) for f in ("roberta", "albert", "electra", "deberta_v2", "mpnet")},
+    **{f: partial(export_decoder, family=f, kv=False) for f in ("mistral", "gemma", "qwen3", "gpt_neox")},
+    "t5_enc": export_t5_encoder,
+    "clip_text": export_clip_text,
+    "bart_enc": export_bart_encoder,
+    "deit": export_deit,
+    "swin": export_swin,
+    "beit": lambda out, variants: export_vision(out, "beit", beit(), 32, variants),
+    "dinov2": lambda out, variants: export_vision(out, "dinov2", dinov2(), 32, variants),
+    "resnet18": lambda out, variants: export_convnet(out, "resnet18", ResNet18(), variants),
+    "mobilenetv3": lambda out, variants: export_convnet(out, "mobilenetv3", MobileNetV3(), variants),
+    "convnext": lambda out, variants: export_convnet(out, "convnext", ConvNeXt(), variants),
+    "hf_resnet": lambda out, variants: export_convnet(out, "hf_resnet", hf_resnet(), variants),
+    **{f: partial(export_seq2seq_decoder, family=f) for f in ("whisper_dec", "t5_dec", "bart_dec", "moonshine_dec")},
+    # dynamo_dynamic_more's
+    "wav2vec2": lambda out, variants: export_audio(
+        out, "wav2vec2", "Wav2Vec2Config", "Wav2Vec2Model", variants, feat_extract_norm="group"
+    ),
+    "hubert": lambda out, variants: export_audio(out, "hubert", "HubertConfig", "HubertModel", variants),
+    "speecht5_enc": export_speecht5_encoder,
+    **{f: partial(export_decoder, family=f, kv=False) for f in ("olmo3", "ernie4_5", "cohere2", "glm4", "gpt_oss")},
+    "llama4": partial(export_llama4, kv=False),
 }
 # FAMILY -> (the VARIANTS entry, the SETTING_SOURCES exported in it); at opset 23 the SDPA models
 # become ONNX Attention ops
@@ -1412,13 +1827,27 @@ SETTINGS = {
     ),
     "noopt": ("dynamo_noopt", ["llama", "bert", "vit", "whisper_enc"]),
     "nofold": ("ts_dynamic_nofold", ["llama", "bert", "gpt2"]),
+    # dynamo with ts_dynamic's dynamic axes (text: batch and sequence; images: batch)
+    "dynamo_dynamic": (
+        "dynamo_dynamic",
+        ["bert", "distilbert", "roberta", "albert", "electra", "deberta_v2", "mpnet", "gpt2"]
+        + ["llama", "qwen2", "mistral", "phi3", "gemma", "qwen3", "gpt_neox"]
+        + ["whisper_enc", "t5_enc", "clip_text", "bart_enc", "vit", "deit", "swin", "beit", "dinov2"]
+        + ["resnet18", "mobilenetv3", "convnext", "hf_resnet", "whisper_dec", "t5_dec", "bart_dec"],
+    ),
+    # the same of speech encoders (batch and samples) and newer decoders (four without TorchScript exports)
+    "dynamo_dynamic_more": (
+        "dynamo_dynamic",
+        ["wav2vec2", "hubert", "speecht5_enc", "olmo3", "ernie4_5", "cohere2", "glm4", "gpt_oss", "llama4"]
+        + ["moonshine_dec"],
+    ),
 }
 
 
 def export_setting(out: Path, setting: str) -> None:
     variant, sources = SETTINGS[setting]
-    for source in sources:
-        SETTING_SOURCES[source](out, variants=(variant,))
+    for source in sources:  # a model that fails to build does not stop the others
+        attempt(f"{source}_{variant}", partial(SETTING_SOURCES[source], out, variants=(variant,)))
 
 
 EXPORTS = {
@@ -1452,6 +1881,7 @@ EXPORTS = {
     "starcoder2": lambda out: export_decoder(out, "starcoder2"),
     "gpt_bigcode": lambda out: export_decoder(out, "gpt_bigcode"),
     "opt": lambda out: export_decoder(out, "opt"),
+    "llama4": export_llama4,
     "roberta": lambda out: (export_encoder(out, "roberta"), export_encoder(out, "roberta", "sdpa", "roberta_sdpa")),
     "xlm_roberta": lambda out: export_encoder(out, "xlm_roberta"),
     "electra": lambda out: export_encoder(out, "electra"),
@@ -1468,11 +1898,7 @@ EXPORTS = {
             "MobileNetV2Config", "MobileNetV2Model", image_size=64, depth_multiplier=0.35, finegrained_output=False
         ),
     ),
-    "hf_resnet": lambda out: export_convnet(
-        out,
-        "hf_resnet",  # bottleneck blocks
-        vision_model("ResNetConfig", "ResNetModel", embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1]),
-    ),
+    "hf_resnet": lambda out: export_convnet(out, "hf_resnet", hf_resnet()),
     "hf_regnet": lambda out: export_convnet(
         out,
         "hf_regnet",  # grouped convs, squeeze-excite
@@ -1485,10 +1911,8 @@ EXPORTS = {
     "quant": export_quant,
     "quant_llm": export_quant_llm,
     # vision transformers at 32x32 (patch 8, hidden 64, 2 layers, 4 heads)
-    "beit": lambda out: export_vision(
-        out, "beit", vision_model("BeitConfig", "BeitModel", **VIT_SIZE, use_relative_position_bias=True), 32
-    ),
-    "dinov2": lambda out: export_vision(out, "dinov2", vision_model("Dinov2Config", "Dinov2Model", **VIT_SIZE), 32),
+    "beit": lambda out: export_vision(out, "beit", beit(), 32),
+    "dinov2": lambda out: export_vision(out, "dinov2", dinov2(), 32),
     "data2vec_vision": lambda out: export_vision(
         out, "data2vec_vision", vision_model("Data2VecVisionConfig", "Data2VecVisionModel", **VIT_SIZE), 32
     ),
@@ -1794,13 +2218,93 @@ EXPORTS = {
         ),
     ),
 }
-EXPORTS.update({f: partial(export_decoder, family=f) for f in DECODERS if f not in EXPORTS})
 EXPORTS.update(
     {
-        f: partial(export_seq2seq_decoder, family=f, kv=f in ("whisper_dec", "bart_dec", "t5_dec"))
-        for f in SEQ2SEQ_DECODERS
+        # newer vision models: 32x32 transformers, 64x64 detection and segmentation
+        "owlvit_vision": lambda out: export_vision(
+            out, "owlvit_vision", vision_model("OwlViTVisionConfig", "OwlViTVisionModel", **VIT_SIZE), 32
+        ),  # CLIP's vision tower, pre-LayerNorm on the patches, quick GELU
+        "blip_vision": lambda out: export_vision(
+            out, "blip_vision", vision_model("BlipVisionConfig", "BlipVisionModel", **VIT_SIZE), 32
+        ),
+        "chinese_clip_vision": lambda out: export_vision(
+            out,
+            "chinese_clip_vision",
+            vision_model("ChineseCLIPVisionConfig", "ChineseCLIPVisionModel", **VIT_SIZE),
+            32,
+        ),
+        "sam_vision": lambda out: export_vision(
+            out,
+            "sam_vision",  # windowed and global attention with decomposed relative positions, a conv neck
+            vision_model(
+                "SamVisionConfig",
+                "SamVisionModel",
+                hidden_size=64,
+                output_channels=32,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                image_size=64,
+                patch_size=8,
+                window_size=4,
+                global_attn_indexes=[1],
+                mlp_dim=128,
+            ),
+            64,
+        ),
+        "rt_detr": lambda out: export_convnet(
+            out,
+            "rt_detr",  # ResNet-D backbone, hybrid encoder (AIFI + CCFM), multi-scale deformable attention
+            vision_model(
+                "RTDetrConfig",
+                "RTDetrModel",
+                backbone_config=transformers_config(
+                    "RTDetrResNetConfig",
+                    embedding_size=16,
+                    hidden_sizes=[16, 32, 64, 128],
+                    depths=[1, 1, 1, 1],
+                    layer_type="basic",
+                    out_features=["stage2", "stage3", "stage4"],
+                ),
+                encoder_in_channels=[32, 64, 128],
+                encoder_hidden_dim=64,
+                encoder_ffn_dim=128,
+                encoder_attention_heads=4,
+                d_model=64,
+                decoder_in_channels=[64, 64, 64],
+                decoder_ffn_dim=128,
+                decoder_attention_heads=4,
+                decoder_layers=2,
+                num_queries=10,
+                num_denoising=0,
+            ),
+        ),
+        "upernet": lambda out: export_convnet(
+            out,
+            "upernet",  # a ConvNeXt backbone, pyramid pooling and an FPN to per-pixel logits
+            vision_model(
+                "UperNetConfig",
+                "UperNetForSemanticSegmentation",
+                output="logits",
+                backbone_config=transformers_config(
+                    "ConvNextConfig",
+                    num_stages=2,
+                    hidden_sizes=[16, 32],
+                    depths=[1, 1],
+                    out_features=["stage1", "stage2"],
+                ),
+                hidden_size=32,
+                pool_scales=[1, 2],
+                use_auxiliary_head=False,
+                num_labels=4,
+            ),
+        ),
+        "moonshine_enc": export_moonshine_encoder,
+        "speecht5_enc": export_speecht5_encoder,
+        "clap_audio": export_clap_audio,
     }
 )
+EXPORTS.update({f: partial(export_decoder, family=f) for f in DECODERS if f not in EXPORTS})
+EXPORTS.update({f: partial(export_seq2seq_decoder, family=f, kv=f in SEQ2SEQ_KV) for f in SEQ2SEQ_DECODERS})
 EXPORTS.update({f: partial(export_encoder, family=f) for f in ENCODERS if f not in EXPORTS})
 EXPORTS.update({s: partial(export_setting, setting=s) for s in SETTINGS})
 
