@@ -607,6 +607,50 @@ def test_reshape_transpose_reshape_that_swaps_the_last_axes_is_one_transpose():
     check(reshape_transpose_reshape([6, 2, 10], [2, 3, 10, 2], (2, 3, 10, 2)), "ReshapeTransposeReshapeFusion", False)
 
 
+def dynamic_key_transpose(swap: tuple[int, int] = (5, 4)):
+    """k^T as the dynamo exporter writes it with dynamic axes: Reshape(k, [-1, 4, 5]),
+    Transpose(0, 2, 1), Reshape to k's own leading dims (computed from its Shape) + swap."""
+    n = helper.make_node
+    nodes = [
+        n("Reshape", ["x", "s1"], ["r"]),
+        n("Transpose", ["r"], ["t"], perm=[0, 2, 1]),
+        n("Shape", ["x"], ["sx"]),
+        n("Slice", ["sx", "zero", "minus2"], ["lead"]),
+        n("Concat", ["lead", "last"], ["s2"], axis=0),
+        n("Reshape", ["t", "s2"], ["u"]),
+        n("Neg", ["u"], ["y"]),
+    ]
+    inits = [
+        init("s1", np.array([-1, 4, 5], np.int64)),
+        init("zero", np.array([0], np.int64)),
+        init("minus2", np.array([-2], np.int64)),
+        init("last", np.array(swap, np.int64)),
+    ]
+    return model(nodes, [tensor("x", F, ["batch", 3, 4, 5])], [tensor("y", F, ["batch", 3, *swap])], inits)
+
+
+def test_a_key_transpose_written_with_dynamic_axes_is_one_transpose():
+    after = check(dynamic_key_transpose(), "ReshapeTransposeReshapeSymbolicFusion", True)
+    assert ops(after) == {"Transpose": 1, "Neg": 1}
+    # splitting back as [.., 4, 5] is no transpose of the last axes (a regrouping)
+    check(dynamic_key_transpose((4, 5)), "ReshapeTransposeReshapeSymbolicFusion", False)
+
+
+@pytest.mark.parametrize(("a1", "a2", "axes"), [(0, 1, [0, 1]), (0, 0, [0, 1]), (-1, 1, [1, 3]), (1, -1, [1, 3])])
+def test_two_single_axis_unsqueezes_are_one(a1, a2, axes):
+    nodes = [
+        helper.make_node("Unsqueeze", ["x", "a1"], ["u"]),
+        helper.make_node("Unsqueeze", ["u", "a2"], ["v"]),
+        helper.make_node("Neg", ["v"], ["y"]),
+    ]
+    inits = [init("a1", np.array([a1], np.int64)), init("a2", np.array([a2], np.int64))]
+    y_shape = np.expand_dims(np.zeros((2, 3)), axes).shape
+    after = check(unary(nodes, x_shape=(2, 3), y_shape=y_shape, inits=inits), "UnsqueezePairFusion", True)
+    (unsqueeze,) = [n for n in after.graph.node if n.op_type == "Unsqueeze"]
+    constants = {i.name: onnx.numpy_helper.to_array(i) for i in after.graph.initializer}
+    assert list(constants[unsqueeze.input[1]]) == axes
+
+
 # ----------------------------------------------------------- shapes with dynamic axes
 
 
