@@ -101,6 +101,8 @@ def slice_model(starts, ends, axes=None, steps=None, shape=(4, 5)):
         ([0], [np.iinfo(np.int64).max], [1], None),
         ([0, 0], [4, 5], [0, 1], [1, 1]),
         ([0], [100], [-1], None),
+        ([-5], [np.iinfo(np.int64).max], [1], None),  # from the end, past the start (XLM's x[:, -16:])
+        ([-9, 0], [4, 5], [0, 1], None),
     ],
 )
 def test_slice_elimination_when_it_keeps_everything(starts, ends, axes, steps):
@@ -113,10 +115,16 @@ def test_slice_elimination_when_it_keeps_everything(starts, ends, axes, steps):
         ([1], [5], [1], None),  # drops the first column
         ([0], [4], [1], None),  # drops the last column
         ([0], [100], [1], [2]),  # strided
+        ([-4], [100], [1], None),  # the last four of five
     ],
 )
 def test_slice_elimination_refuses_real_slices(starts, ends, axes, steps):
     check(slice_model(starts, ends, axes, steps), "SliceElimination", False)
+
+
+def test_a_concat_of_one_input_is_that_input():
+    after = check(unary(tail(helper.make_node("Concat", ["x"], ["t"], axis=1))), "ConcatSingleElimination", True)
+    assert ops(after) == {"Neg": 1}
 
 
 def test_slice_attribute_form_before_opset_10():
