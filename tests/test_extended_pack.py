@@ -1008,3 +1008,60 @@ def test_deinterleaved_rotary_is_rotary_embedding_of_the_even_and_odd_halves():
     check(deinterleaved_rotary(swapped=True), "RotaryEmbeddingDeinterleavedFusion", False)
     computed = check(deinterleaved_rotary(computed=True), "RotaryEmbeddingDeinterleavedComputedFusion", True, 1e-5)
     assert ops(computed) == {"Slice": 2, "Concat": 1, "Reshape": 2, "RotaryEmbedding": 1}
+
+
+def interleaved_computed_rotary(repeated_angles: bool) -> onnx.ModelProto:
+    """x * cos + rotate_every_two(x) * sin on heads-first x [batch, 2, seq, 4] with cos and
+    sin computed from this call's angles f [1, seq, 2] as the dynamo exporter writes them
+    with dynamic axes: repeat_interleave of Cos(f) unsqueezed to [1, 1, seq, 2] (ERNIE 4.5,
+    GLM-4), or Cos of f's repeat_interleave (``repeated_angles``: Cohere 2)."""
+    n = helper.make_node
+    nodes = [
+        n("Slice", ["x", "zero", "end", "last", "two"], ["e"]),
+        n("Slice", ["x", "one", "end", "last", "two"], ["o"]),
+        n("Neg", ["o"], ["no"]),
+        n("Unsqueeze", ["no", "minus"], ["nou"]),
+        n("Unsqueeze", ["e", "minus"], ["eu"]),
+        n("Concat", ["nou", "eu"], ["k"], axis=-1),
+        n("Shape", ["x"], ["sx"]),
+        n("Reshape", ["k", "sx"], ["r"]),
+    ]
+    if repeated_angles:
+        nodes += [
+            n("Unsqueeze", ["f", "three"], ["fu"]),
+            n("Expand", ["fu", "rep4"], ["fe"]),
+            n("Reshape", ["fe", "rows3"], ["ri"]),
+            n("Cos", ["ri"], ["c3"]),
+            n("Sin", ["ri"], ["s3"]),
+            n("Unsqueeze", ["c3", "one"], ["cos"]),
+            n("Unsqueeze", ["s3", "one"], ["sin"]),
+        ]
+    else:
+        nodes += [n("Unsqueeze", ["f", "zero"], ["f4"]), n("Cos", ["f4"], ["ch"]), n("Sin", ["f4"], ["sh"])]
+        for h, out in (("ch", "cos"), ("sh", "sin")):
+            nodes += [
+                n("Unsqueeze", [h, "four"], [f"{h}u"]),
+                n("Expand", [f"{h}u", "rep5"], [f"{h}e"]),
+                n("Reshape", [f"{h}e", "rows4"], [out]),
+            ]
+    nodes += [n("Mul", ["x", "cos"], ["a"]), n("Mul", ["r", "sin"], ["b"]), n("Add", ["a", "b"], ["y"])]
+    ints = {
+        "zero": [0], "one": [1], "two": [2], "three": [3], "four": [4], "minus": [-1], "last": [3],
+        "end": [np.iinfo(np.int64).max], "rep4": [1, 1, 1, 2], "rep5": [1, 1, 1, 1, 2],
+        "rows3": [1, -1, 4], "rows4": [1, 1, -1, 4],
+    }  # fmt: skip
+    inits = [init(name, np.array(v, np.int64)) for name, v in ints.items()]
+    inputs = [tensor("x", F, ["batch", 2, "seq", 4]), tensor("f", F, [1, "seq", 2])]
+    return model(nodes, inputs, [tensor("y", F, ["batch", 2, "seq", 4])], inits)
+
+
+@pytest.mark.parametrize(
+    ("repeated", "rule"),
+    [
+        (False, "RotaryEmbeddingInterleavedComputedHeadsFirstFusion"),
+        (True, "RotaryEmbeddingInterleavedRepeatedAnglesFusion"),
+    ],
+)
+def test_interleaved_rotary_of_angles_computed_with_dynamic_axes(repeated, rule):
+    after = check(interleaved_computed_rotary(repeated), rule, True)
+    assert ops(after)["RotaryEmbedding"] == 1 and "Neg" not in ops(after)
