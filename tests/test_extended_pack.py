@@ -1065,3 +1065,36 @@ def interleaved_computed_rotary(repeated_angles: bool) -> onnx.ModelProto:
 def test_interleaved_rotary_of_angles_computed_with_dynamic_axes(repeated, rule):
     after = check(interleaved_computed_rotary(repeated), rule, True)
     assert ops(after)["RotaryEmbedding"] == 1 and "Neg" not in ops(after)
+
+
+def halves_rotary(num_outputs: bool) -> onnx.ModelProto:
+    """GPT-OSS's rotary: x1 * cos - x2 * sin, x2 * cos + x1 * sin over x's two halves,
+    concatenated; cos and sin [1, 1, 3, 2] constants; the halves a Split with sizes, or with
+    num_outputs 2 (opset 18)."""
+    n = helper.make_node
+    split = (
+        n("Split", ["x"], ["x1", "x2"], axis=-1, num_outputs=2)
+        if num_outputs
+        else n("Split", ["x", "sizes"], ["x1", "x2"], axis=3)
+    )
+    nodes = [
+        split,
+        n("Mul", ["x1", "cos"], ["a"]),
+        n("Mul", ["x2", "sin"], ["b"]),
+        n("Sub", ["a", "b"], ["c1"]),
+        n("Mul", ["x2", "cos"], ["c"]),
+        n("Mul", ["x1", "sin"], ["d"]),
+        n("Add", ["c", "d"], ["c2"]),
+        n("Concat", ["c1", "c2"], ["y"], axis=-1),
+    ]
+    angles = np.arange(6, dtype=np.float32).reshape(1, 1, 3, 2) * 0.3
+    inits = [init("cos", np.cos(angles)), init("sin", np.sin(angles)), init("sizes", np.array([2, 2], np.int64))]
+    return model(
+        nodes, [tensor("x", F, [2, 2, 3, 4])], [tensor("y", F, [2, 2, 3, 4])], inits, opset=18 if num_outputs else 17
+    )
+
+
+@pytest.mark.parametrize("num_outputs", [False, True])
+def test_rotary_over_the_two_halves_spelled_out_is_rotary_embedding(num_outputs):
+    after = check(halves_rotary(num_outputs), "RotaryEmbeddingHalvesFusion", True)
+    assert ops(after) == {"RotaryEmbedding": 1}
