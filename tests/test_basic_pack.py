@@ -659,6 +659,18 @@ def test_two_single_axis_unsqueezes_are_one(a1, a2, axes):
     assert list(constants[unsqueeze.input[1]]) == axes
 
 
+@pytest.mark.parametrize(("max_axis", "expect"), [(-1, True), (1, False)])
+def test_softmax_of_x_minus_its_max_is_softmax_of_x(max_axis, expect):
+    nodes = [
+        helper.make_node("ReduceMax", ["x", "axes"], ["m"], keepdims=1),
+        helper.make_node("Sub", ["x", "m"], ["d"]),
+        helper.make_node("Softmax", ["d"], ["y"], axis=-1),
+    ]
+    before = unary(nodes, x_shape=(2, 3, 4), inits=[init("axes", np.array([max_axis], np.int64))], opset=18)
+    after = check(before, "SoftmaxMaxShiftElimination", expect)
+    assert (ops(after) == {"Softmax": 1}) == expect
+
+
 # ----------------------------------------------------------- shapes with dynamic axes
 
 
