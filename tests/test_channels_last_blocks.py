@@ -153,7 +153,6 @@ def test_the_layout_level_adds_no_node_to_a_channels_last_net(batch, head):
     # nothing added but the two Reshapes around each MLP layer's Gemm (LinearGemmForms: a
     # Gemm with its bias is faster than MatMul + Add at these widths)
     gemms = ops(layout)["Gemm"]
-    assert gemms == (6 if batch == 1 else 0)
     assert len(layout.graph.node) <= len(extended.graph.node) + 2 * gemms
     nchwc = {n.op_type for n in layout.graph.node if n.domain == "com.microsoft.nchwc"}
     # the first residual (the stem's output plus the MLP's, NHWC) is added blocked, and the
