@@ -212,6 +212,24 @@ def test_constants_taken_out_while_loading_give_the_graph_the_builtin_gives():
     assert fold_constants(loaded, None) == 0  # nothing left for the built-in's first round
 
 
+def test_a_changed_node_the_shape_fold_removes_is_not_looked_at_again():
+    """The fixpoint hands the built-in the nodes rewritten since its last run; its static
+    shape fold may remove one of them before the computations are looked at (LLaMA's
+    dynamo export without its optimizer: a KeyError)."""
+    from rewriter.graph.model import ModelState
+    from rewriter.passes.constant_folding import fold_constants
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Cast", ["s"], ["f"], to=F),
+        helper.make_node("Add", ["x", "f"], ["y"]),
+    ]
+    state = ModelState(model(nodes, [tensor("x", F, [3])], [tensor("y", F, [3])]))
+    shape_node = next(n for n in state.view.node_ids() if state.view.node(n).op_type == "Shape")
+    assert fold_constants(state, [shape_node]) >= 1
+    assert [n.op_type for n in state.to_model().graph.node] == ["Add"]
+
+
 def test_constants_taken_out_while_loading_respect_the_size_limit():
     from rewriter.graph.model import ModelState
     from rewriter.passes.on_load import take_constants

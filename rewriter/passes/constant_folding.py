@@ -129,7 +129,11 @@ def fold_constants(state: GraphState, changed: list[NodeId] | None = None) -> in
     With ``changed`` (nodes created or rewired since the last run) only computations those
     nodes start are looked at: nothing else can have become constant."""
     view = state.view
-    folded = _fold_constant_nodes(view) + _fold_static_shapes(view) + _fold_computations(state, changed)
+    made_constant = _fold_constant_nodes(view) + _fold_static_shapes(view)
+    if changed is not None:  # those folds may have removed some; what reads their values starts anew
+        changed = [node_id for node_id in changed if view.has_node(node_id)]
+        changed += [reader for value in made_constant for reader, _ in view.consumer_slots(value)]
+    folded = len(made_constant) + _fold_computations(state, changed)
     return folded + _inline_constant_ifs(view)
 
 
@@ -185,8 +189,9 @@ def _inline_constant_ifs(view: GraphView) -> int:
     return count
 
 
-def _fold_constant_nodes(view: GraphView) -> int:
-    count = 0
+def _fold_constant_nodes(view: GraphView) -> list[str]:
+    """Constant nodes -> initializers; the values made initializers."""
+    folded: list[str] = []
     for node_id in view.nodes_by_op("", "Constant"):
         proto = view.node(node_id)
         out = proto.output[0] if proto.output else ""
@@ -197,12 +202,13 @@ def _fold_constant_nodes(view: GraphView) -> int:
             continue
         view.remove_node(node_id)
         view.add_initializer(tensor)
-        count += 1
-    return count
+        folded.append(out)
+    return folded
 
 
-def _fold_static_shapes(view: GraphView) -> int:
-    count = 0
+def _fold_static_shapes(view: GraphView) -> list[str]:
+    """Shape / Size of a static tensor -> an initializer; the values made initializers."""
+    folded: list[str] = []
     for op in ("Shape", "Size"):
         for node_id in view.nodes_by_op("", op):
             proto = view.node(node_id)
@@ -230,8 +236,8 @@ def _fold_static_shapes(view: GraphView) -> int:
             view.remove_node(node_id)
             view.add_initializer(numpy_helper.from_array(value, out))
             view.remove_dead(inputs)
-            count += 1
-    return count
+            folded.append(out)
+    return folded
 
 
 def _foldable(view: GraphView, node_id: NodeId, constant_values: set[str]) -> bool:
