@@ -1098,3 +1098,45 @@ def halves_rotary(num_outputs: bool) -> onnx.ModelProto:
 def test_rotary_over_the_two_halves_spelled_out_is_rotary_embedding(num_outputs):
     after = check(halves_rotary(num_outputs), "RotaryEmbeddingHalvesFusion", True)
     assert ops(after) == {"RotaryEmbedding": 1}
+
+
+def gptj_tiled_rotary() -> onnx.ModelProto:
+    """GPT-J's rotary as TorchScript exports it with dynamic axes: x [batch, seq, 2, 4]
+    heads-last, cos and sin of this call's angles ch, sh [1, seq, 2] unsqueezed at axes 2
+    then 4 (two nodes, which the basic level merges), tiled by [1, 1, 1, 1, 2] and merged
+    to [1, seq, 1, 4]."""
+    n = helper.make_node
+    nodes = [
+        n("Slice", ["x", "zero", "end", "last", "two"], ["e"]),
+        n("Slice", ["x", "one", "end", "last", "two"], ["o"]),
+        n("Neg", ["o"], ["no"]),
+        n("Unsqueeze", ["no", "minus"], ["nou"]),
+        n("Unsqueeze", ["e", "minus"], ["eu"]),
+        n("Concat", ["nou", "eu"], ["k"], axis=-1),
+        n("Reshape", ["k", "heads"], ["r"]),
+    ]
+    for h, out in (("ch", "cos"), ("sh", "sin")):
+        nodes += [
+            n("Unsqueeze", [h, "two"], [f"{h}2"]),
+            n("Unsqueeze", [f"{h}2", "four"], [f"{h}4"]),
+            n("Tile", [f"{h}4", "rep"], [f"{h}t"]),
+            n("Reshape", [f"{h}t", "rows"], [out]),
+        ]
+    nodes += [n("Mul", ["x", "cos"], ["a"]), n("Mul", ["r", "sin"], ["b"]), n("Add", ["a", "b"], ["y"])]
+    ints = {
+        "zero": [0], "one": [1], "two": [2], "four": [4], "minus": [-1], "last": [3],
+        "end": [np.iinfo(np.int64).max], "rep": [1, 1, 1, 1, 2], "rows": [0, 0, 1, -1], "heads": [0, 0, 2, -1],
+    }  # fmt: skip
+    inits = [init(name, np.array(v, np.int64)) for name, v in ints.items()]
+    inputs = [tensor("x", F, ["batch", "seq", 2, 4]), tensor("ch", F, [1, "seq", 2]), tensor("sh", F, [1, "seq", 2])]
+    return model(nodes, inputs, [tensor("y", F, ["batch", "seq", 2, 4])], inits)
+
+
+def test_gptj_rotary_of_tiled_angles_fuses_after_the_basic_level_merges_the_unsqueezes():
+    check(gptj_tiled_rotary(), "RotaryEmbeddingInterleavedTiledFusion", True)  # the extended pack alone
+    before = gptj_tiled_rotary()
+    result = rewriter.optimize(before, level="extended")
+    assert result.report.applied("UnsqueezePairFusion") == 2
+    assert result.report.applied("RotaryEmbeddingInterleavedTiledMergedFusion") == 1
+    assert ops(result.model)["RotaryEmbedding"] == 1 and "Tile" not in ops(result.model)
+    assert_same_outputs(before, result.model, atol=1e-5)
