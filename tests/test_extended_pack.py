@@ -1140,3 +1140,36 @@ def test_gptj_rotary_of_tiled_angles_fuses_after_the_basic_level_merges_the_unsq
     assert result.report.applied("RotaryEmbeddingInterleavedTiledMergedFusion") == 1
     assert ops(result.model)["RotaryEmbedding"] == 1 and "Tile" not in ops(result.model)
     assert_same_outputs(before, result.model, atol=1e-5)
+
+
+def sink_attention(start: int = 0, end: int = -1) -> onnx.ModelProto:
+    """GPT-OSS's attention with a sink: q.k^T (FusedMatMul transB) plus the mask, each
+    query's sink logit concatenated as one more column, Softmax, that column dropped (a
+    Slice from ``start`` to ``end``), times V, heads merged: q, k, v [1, 2, 3, 4], mask
+    [1, 1, 3, 3]."""
+    n = helper.make_node
+    nodes = [
+        n("FusedMatMul", ["q", "k"], ["s"], domain="com.microsoft", alpha=0.5, transB=1),
+        n("Add", ["s", "mask"], ["m"]),
+        n("Concat", ["m", "sink"], ["c"], axis=-1),
+        n("Softmax", ["c"], ["p"], axis=-1),
+        n("Slice", ["p", "zero", "end", "last"], ["kept"]),
+        n("MatMul", ["kept", "v"], ["o"]),
+        n("Transpose", ["o"], ["t"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["t", "merged"], ["y"]),
+    ]
+    inits = [
+        init("zero", np.array([start], np.int64)),
+        init("end", np.array([end], np.int64)),
+        init("last", np.array([3], np.int64)),
+        init("merged", np.array([1, 3, 8], np.int64)),
+        init("sink", np.broadcast_to(np.array([0.3, -0.7], np.float32).reshape(1, 2, 1, 1), (1, 2, 3, 1)).copy()),
+    ]
+    inputs = [tensor(name, F, [1, 2, 3, 4]) for name in "qkv"] + [tensor("mask", F, [1, 1, 3, 3])]
+    return model(nodes, inputs, [tensor("y", F, [1, 3, 8])], inits, opset=17, domains=["com.microsoft"])
+
+
+def test_attention_with_a_sink_is_multi_head_attention_over_a_zero_key():
+    after = check(sink_attention(), "MultiHeadAttentionSinkTransBFusion", True)
+    assert ops(after)["MultiHeadAttention"] == 1 and ops(after)["Pad"] == 2
+    check(sink_attention(1, 4), "MultiHeadAttentionSinkTransBFusion", False)  # drops another column
