@@ -1010,22 +1010,28 @@ def test_deinterleaved_rotary_is_rotary_embedding_of_the_even_and_odd_halves():
     assert ops(computed) == {"Slice": 2, "Concat": 1, "Reshape": 2, "RotaryEmbedding": 1}
 
 
-def interleaved_computed_rotary(repeated_angles: bool) -> onnx.ModelProto:
-    """x * cos + rotate_every_two(x) * sin on heads-first x [batch, 2, seq, 4] with cos and
-    sin computed from this call's angles f [1, seq, 2] as the dynamo exporter writes them
-    with dynamic axes: repeat_interleave of Cos(f) unsqueezed to [1, 1, seq, 2] (ERNIE 4.5,
-    GLM-4), or Cos of f's repeat_interleave (``repeated_angles``: Cohere 2)."""
+def rotate_every_two() -> list[onnx.NodeProto]:
+    """The pairs (x[2i], x[2i+1]) of x's last axis as (-x[2i+1], x[2i]), stacked on a new
+    last axis ``k`` (the caller merges it back into x's shape): rotate_every_two as exporters
+    write it; the int64 constants zero, one, two, end, last and minus are the caller's."""
     n = helper.make_node
-    nodes = [
+    return [
         n("Slice", ["x", "zero", "end", "last", "two"], ["e"]),
         n("Slice", ["x", "one", "end", "last", "two"], ["o"]),
         n("Neg", ["o"], ["no"]),
         n("Unsqueeze", ["no", "minus"], ["nou"]),
         n("Unsqueeze", ["e", "minus"], ["eu"]),
         n("Concat", ["nou", "eu"], ["k"], axis=-1),
-        n("Shape", ["x"], ["sx"]),
-        n("Reshape", ["k", "sx"], ["r"]),
     ]
+
+
+def interleaved_computed_rotary(repeated_angles: bool) -> onnx.ModelProto:
+    """x * cos + rotate_every_two(x) * sin on heads-first x [batch, 2, seq, 4] with cos and
+    sin computed from this call's angles f [1, seq, 2] as the dynamo exporter writes them
+    with dynamic axes: repeat_interleave of Cos(f) unsqueezed to [1, 1, seq, 2] (ERNIE 4.5,
+    GLM-4), or Cos of f's repeat_interleave (``repeated_angles``: Cohere 2)."""
+    n = helper.make_node
+    nodes = [*rotate_every_two(), n("Shape", ["x"], ["sx"]), n("Reshape", ["k", "sx"], ["r"])]
     if repeated_angles:
         nodes += [
             n("Unsqueeze", ["f", "three"], ["fu"]),
@@ -1106,15 +1112,7 @@ def gptj_tiled_rotary() -> onnx.ModelProto:
     then 4 (two nodes, which the basic level merges), tiled by [1, 1, 1, 1, 2] and merged
     to [1, seq, 1, 4]."""
     n = helper.make_node
-    nodes = [
-        n("Slice", ["x", "zero", "end", "last", "two"], ["e"]),
-        n("Slice", ["x", "one", "end", "last", "two"], ["o"]),
-        n("Neg", ["o"], ["no"]),
-        n("Unsqueeze", ["no", "minus"], ["nou"]),
-        n("Unsqueeze", ["e", "minus"], ["eu"]),
-        n("Concat", ["nou", "eu"], ["k"], axis=-1),
-        n("Reshape", ["k", "heads"], ["r"]),
-    ]
+    nodes = [*rotate_every_two(), n("Reshape", ["k", "heads"], ["r"])]
     for h, out in (("ch", "cos"), ("sh", "sin")):
         nodes += [
             n("Unsqueeze", [h, "two"], [f"{h}2"]),
