@@ -908,6 +908,7 @@ def linear_dims_model():
         helper.make_node("Reshape", ["len", "flat"], ["t"]),
         helper.make_node("Sub", ["total", "p"], ["again"]),
         helper.make_node("Mul", ["p", "p"], ["square"]),
+        helper.make_node("Div", ["p", "p"], ["unknown"]),
         helper.make_node("Slice", ["m", "s", "end", "axis"], ["y"]),
     ]
     inits = [
@@ -937,8 +938,9 @@ def test_dims_follow_linear_arithmetic_on_sizes():
     assert shape_values(view, "neg") == ["-1*past"]
     assert shape_values(view, "t") == [1]  # the names cancel
     assert shape_values(view, "again") == [1]
+    assert shape_values(view, "square") == ["past*past"]  # a product of two dims is a name too
     with pytest.raises(EvalFailure):
-        shape_values(view, "square")  # a product of two dims is no linear dim
+        shape_values(view, "unknown")  # Div by a size, not a number
 
 
 def test_a_slice_from_a_size_to_the_end_has_the_length_left():

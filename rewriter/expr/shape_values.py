@@ -10,13 +10,14 @@ element: an int (a known number), the dim's symbolic name (a string, as ``shape(
 reports it), or for a dim nobody named a token ``"?<value>[<axis>]"`` that equals only
 the same dim of the same tensor.
 
-Dims also combine linearly, as the dynamo exporter computes a slice's length from symbolic
-sizes (``max(0, (past + 1) - min(past, past + 1))``): Add, Sub, Mul by a number, Neg, and
-Min/Max of dims whose difference is a number.  A combination is written as a name, terms
-sorted, the number last (``"past + 1"``, ``"a + -1*b"``; see ``dim_sum``), so equal sums
-get equal names; one that cancels to a number is that number.  Anything else (a product of
-two dims, a data-dependent shape) is unknown: the function fails, and the match is
-refused.
+Dims also combine, as the dynamo exporter computes a slice's length from symbolic sizes
+(``max(0, (past + 1) - min(past, past + 1))``), heads folded into the batch (``4*batch``)
+or an audio front end's frames (``samples // 10 - 1``): Add, Sub, Mul, Neg, Div of a size
+by a positive number, and Min/Max of dims whose difference is a number.  A combination is
+one canonical name (dim_algebra.py: ``"past + 1"``, ``"a + -1*b"``, ``"batch*seq"``,
+``"(samples//10) + -1"``), the spelling declared types are read in too, so equal sizes get
+equal names; one that cancels to a number is that number.  Anything else (a data-dependent
+shape, an unknown dim) is unknown: the function fails, and the match is refused.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from typing import Protocol
 import numpy as np
 from onnx import NodeProto, helper
 
+from . import dim_algebra as algebra
+from .dim_algebra import Poly
 from .values import EvalFailure
 
 
@@ -99,85 +102,54 @@ def shape_values(graph: ShapeFacts, value: str, depth: int = 0) -> list[int | st
 
 def dim_sum(dims: list[int | str]) -> int | str:
     """The sum of dims as one dim: a number when the names cancel (or there are none), else
-    the name ``"a + b + 3"`` (terms sorted, a name's multiple as ``"-1*b"``, the number
-    last): the same dims give the same name whatever the order they were added in (a KV
-    cache's total length, past + new).  An unnamed dim (a ``?`` token) makes the sum
-    unknown."""
-    terms: dict[str, int] = {}
-    number = 0
+    the canonical name ``"a + b + 3"`` (dim_algebra.py): the same dims give the same name
+    whatever the order they were added in (a KV cache's total length, past + new).  An
+    unnamed dim (a ``?`` token) makes the sum unknown."""
+    total: Poly = {}
     for d in dims:
-        names, constant = _linear(d)
-        number += constant
-        for name, k in names.items():
-            terms[name] = terms.get(name, 0) + k
-    return _dim_of(terms, number)
+        total = algebra.add(total, algebra.poly_of(d))
+    return algebra.dim_of(total)
 
 
 def dim_difference(a: int | str, b: int | str) -> int | str:
     """a - b as one dim (see ``dim_sum``): a number when the names cancel."""
-    return dim_sum([a, _scaled(b, -1)])
+    return algebra.dim_of(algebra.add(algebra.poly_of(a), algebra.poly_of(b), -1))
 
 
-def dim_ratio(d: int | str, multiplier: int, divisor: int) -> int | str | None:
-    """d * multiplier / divisor as one dim (see ``dim_sum``) when every term divides exactly
-    (``4*batch`` / 4 is ``batch``; ``2*b`` / 4 is not known); None otherwise.  What a
-    Reshape's -1 stands for when heads move into or out of the batch axis."""
+def dim_product(dims: list[int | str]) -> int | str:
+    """The product of dims as one dim (``batch*seq``: a flattened batch and sequence)."""
+    total: Poly = {(): 1}
+    for d in dims:
+        total = algebra.multiply(total, algebra.poly_of(d))
+    return algebra.dim_of(total)
+
+
+def dim_quotient(a: int | str, b: int | str) -> int | str | None:
+    """a / b when b (a number times names) divides every term of a exactly (``4*batch`` by 4,
+    ``batch*seq`` by ``batch``); None otherwise."""
     try:
-        terms, number = _linear(d)
+        quotient = algebra.divide_exactly(algebra.poly_of(a), algebra.poly_of(b))
     except EvalFailure:
         return None
-    terms = {name: k * multiplier for name, k in terms.items()}
-    number *= multiplier
-    if divisor <= 0 or number % divisor or any(k % divisor for k in terms.values()):
-        return None
-    return _dim_of({name: k // divisor for name, k in terms.items()}, number // divisor)
-
-
-def dim_multiple(d: int | str) -> tuple[str, int] | None:
-    """(name, k) when the dim d is k times one name (``4*batch``, ``batch``); else None."""
-    try:
-        terms, number = _linear(d)
-    except EvalFailure:
-        return None
-    if number or len(terms) != 1:
-        return None
-    ((name, k),) = terms.items()
-    return (name, k) if k > 0 else None
-
-
-def _linear(d: int | str) -> tuple[dict[str, int], int]:
-    """A dim as its names' multiples and a number (the inverse of ``_dim_of``)."""
-    if not isinstance(d, str):
-        return {}, int(d)
-    if d.startswith("?"):
-        raise EvalFailure("arithmetic on an unknown dim")
-    terms: dict[str, int] = {}
-    number = 0
-    for term in d.split(" + "):  # (a sum made before)
-        factor, star, name = term.partition("*")
-        if term.lstrip("-").isdigit():
-            number += int(term)
-        elif star and factor.lstrip("-").isdigit() and name:
-            terms[name] = terms.get(name, 0) + int(factor)
-        else:
-            terms[term] = terms.get(term, 0) + 1
-    return terms, number
-
-
-def _dim_of(terms: dict[str, int], number: int) -> int | str:
-    names = [name if k == 1 else f"{k}*{name}" for name, k in sorted(terms.items()) if k]
-    if not names:
-        return number
-    return " + ".join(names + ([str(number)] if number else []))
+    return None if quotient is None else algebra.dim_of(quotient)
 
 
 def _scaled(d: int | str, factor: int | str) -> int | str:
-    if isinstance(factor, str):
-        d, factor = factor, d
-    if isinstance(factor, str):
-        raise EvalFailure("a product of two dims")
-    terms, number = _linear(d)
-    return _dim_of({name: k * int(factor) for name, k in terms.items()}, number * int(factor))
+    return dim_product([d, factor])
+
+
+def _floor_divided(d: int | str, k: int | str) -> int | str:
+    """Integer Div of a size by a positive number: exact, or the floor atom ``(d//k)``
+    (ONNX truncates, the same for a dividend >= 0: every term's coefficient >= 0)."""
+    if not isinstance(k, int) or k <= 0:
+        raise EvalFailure("Div of a dim by anything but a positive number")
+    poly = algebra.poly_of(d)
+    exact = algebra.divide_exactly(poly, {(): k})
+    if exact is not None:
+        return algebra.dim_of(exact)
+    if any(c < 0 for c in poly.values()):
+        raise EvalFailure("Div of a dim that may be negative")
+    return algebra.dim_of(algebra.floor_divide(poly, k))
 
 
 def _extreme(pick, a: int | str, b: int | str) -> int | str:
@@ -193,6 +165,7 @@ _ARITHMETIC: dict[str, tuple[int, Callable[..., int | str]]] = {
     "Add": (2, lambda a, b: dim_sum([a, b])),
     "Sub": (2, dim_difference),
     "Mul": (2, _scaled),
+    "Div": (2, _floor_divided),
     "Neg": (1, lambda a: _scaled(a, -1)),
     "Min": (2, lambda a, b: _extreme(min, a, b)),
     "Max": (2, lambda a, b: _extreme(max, a, b)),

@@ -19,7 +19,7 @@ from functools import cached_property
 import numpy as np
 from onnx import NodeProto, TensorProto, TypeProto, ValueInfoProto, helper, numpy_helper
 
-from ..expr.shape_values import ShapeFacts, dim_difference, dim_multiple, dim_ratio, dim_sum, shape_values
+from ..expr.shape_values import ShapeFacts, dim_difference, dim_product, dim_quotient, dim_sum, shape_values
 from ..expr.values import EvalFailure
 from .type_reading import FRESH_DIM, fully_known, is_known_dim, known_dim_count, shape_of
 
@@ -116,62 +116,34 @@ class _ModelFacts:
         return shape_of(self.types.get(value))
 
 
-def _same_name(d: str, dims: list) -> tuple[object, int, int] | None:
-    """(e, k, j) for the first e of dims that is j times the one name d is k times of
-    (``4*batch`` and ``batch``); None when there is none."""
-    mine = dim_multiple(d)
-    if mine is None:
-        return None
-    for e in dims:
-        theirs = dim_multiple(e)
-        if theirs is not None and theirs[0] == mine[0]:
-            return e, mine[1], theirs[1]
-    return None
-
-
 def _inferred_minus_one(source: list, target: list) -> object:
-    """The dim a single -1 in a Reshape target stands for: the source's dims left after
-    taking out the target's other dims (by name, then numbers), one name scaled by a
-    number at most; None when unsure."""
+    """The dim a single -1 in a Reshape target stands for: the product of the source's dims
+    divided by the product of the target's others, after taking out the dims both name
+    (``[batch, seq, 64]`` to ``[-1, 64]``: ``batch*seq``; ``[4*batch, s, 16]`` to
+    ``[-1, 4, s, 16]``: ``batch``); None when unsure (a remainder, an unknown dim)."""
     rest = [d for d in target if d != -1]
     if target.count(-1) != 1 or not all(_is_known(d) for d in rest + source):
         return None
     left = list(source)
-    numbers, factors = [], []  # the target's numbers; what the source's names carried
+    divisors = []
     for d in rest:
-        if isinstance(d, str):
-            if d in left:
-                left.remove(d)
-                continue
-            # heads moved between the batch axis and their own: 4*batch against batch and 4
-            found = _same_name(d, left)
-            if found is None:
-                return None
-            same, k, j = found
-            left.remove(same)
-            numbers.append(k)
-            factors.append(j)
+        if d in left:
+            left.remove(d)
         else:
-            numbers.append(d)
-    named = [d for d in left if isinstance(d, str)]
-    have = int(np.prod([d for d in left if isinstance(d, int)] + factors, dtype=np.int64))
-    want = int(np.prod(numbers, dtype=np.int64)) if numbers else 1
-    if len(named) == 1 and have == want:
-        return named[0]
-    if len(named) == 1 and have and want:  # heads folded into or out of the batch: 4*batch
-        return dim_ratio(named[0], have, want)
-    if not named and want and have % want == 0:
-        return have // want
-    return None
+            divisors.append(d)
+    try:
+        return dim_quotient(dim_product(left), dim_product(divisors))
+    except EvalFailure:
+        return None
 
 
 def _target_dims(node: NodeProto, target: list, source: list, current: list | None) -> list:
     dims = []
     allowzero = next((a.i for a in node.attribute if a.name == "allowzero"), 0)
+    if node.op_type == "Reshape" and not allowzero:  # a 0 copies the input's dim
+        target = [(source[axis] if axis < len(source) else None) if d == 0 else d for axis, d in enumerate(target)]
     for axis, d in enumerate(target):
-        if node.op_type == "Reshape" and d == 0 and not allowzero:
-            d = source[axis] if axis < len(source) else None
-        elif node.op_type == "Reshape" and d == -1:
+        if node.op_type == "Reshape" and d == -1:
             d = _inferred_minus_one(source, target)
         elif node.op_type == "Expand":  # broadcast: a 1 keeps the input's dim
             offset = len(target) - len(source)

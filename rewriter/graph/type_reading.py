@@ -6,7 +6,13 @@ shape refinement, which inference calls, can read shapes without importing it ba
 
 from __future__ import annotations
 
+import re
+
 from onnx import TypeProto
+
+from ..expr.dim_algebra import canonical_dim
+
+FRESH_DIM = "unk__"  # how onnx's inference names a dim it cannot tell
 
 
 def type_string(type_proto: TypeProto | None) -> str | None:
@@ -81,18 +87,16 @@ def fully_known(type_proto: TypeProto | None) -> bool:
     return dims is not None and known == len(dims)
 
 
-FRESH_DIM = "unk__"  # how onnx's inference names a dim it cannot tell
-
-
 def is_known_dim(dim) -> bool:
     """A number, or a name a user or exporter gave (not onnx's fresh ``unk__``, not a
-    ``dims()`` token for an unnamed dim), or a sum of such names' multiples (``dims()``
+    ``dims()`` token for an unnamed dim), or a combination of such names (``dims()``
     arithmetic: ``"past + 1"``; one over a fresh name is as unknown as the name)."""
     if isinstance(dim, int):
         return True
-    return isinstance(dim, str) and not any(
-        term.rpartition("*")[2].startswith((FRESH_DIM, "?")) for term in dim.split(" + ")
-    )
+    return isinstance(dim, str) and _UNKNOWN_ATOM.search(dim) is None
+
+
+_UNKNOWN_ATOM = re.compile(rf"(?<![\w.])({FRESH_DIM}|\?)")
 
 
 def _read(type_proto: TypeProto) -> tuple[tuple[int | str | None, ...] | None, int]:
@@ -120,5 +124,7 @@ def _read_shape(type_proto: TypeProto) -> tuple[int | str | None, ...] | None:
     dims: list[int | str | None] = []
     for dim in tensor.shape.dim:
         which = dim.WhichOneof("value")
-        dims.append(dim.dim_value if which == "dim_value" else dim.dim_param if which == "dim_param" else None)
+        dims.append(
+            dim.dim_value if which == "dim_value" else canonical_dim(dim.dim_param) if which == "dim_param" else None
+        )
     return tuple(dims)

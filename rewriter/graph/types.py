@@ -19,7 +19,7 @@ from .data_propagation import data_propagation_safe
 from .proto_pool import ProtoPool
 from .stand_ins import needs_stand_in, stand_ins
 from .symbolic_shapes import refine_computed_shapes
-from .type_reading import shape_of, type_string
+from .type_reading import is_known_dim, shape_of, type_string
 
 _SMALL_TENSOR = 1024  # elements: initializers up to this size keep their data for inference
 
@@ -210,7 +210,12 @@ def merged_type(inferred: TypeProto | None, declared: TypeProto | None) -> TypeP
 def merged_type(inferred: TypeProto | None, declared: TypeProto | None) -> TypeProto | None:
     """A value's type: what inference found, with the dims (and element type) it left open
     taken from a declaration that agrees with it.  A declaration that contradicts inference
-    (a stale value_info) is dropped whole: shapes come from inference."""
+    (a stale value_info) is dropped whole: shapes come from inference.
+
+    A dim is open when inference left it unknown or gave it a fresh ``unk__`` name, which
+    equals nothing: the dynamo exporter declares the names behind a computed Reshape
+    (``batch``, ``((samples//10)) - 1``) that onnx's inference cannot derive, and without
+    them two tensors of one shape would not look alike."""
     if declared is None:
         return inferred
     if inferred is None:
@@ -222,7 +227,8 @@ def merged_type(inferred: TypeProto | None, declared: TypeProto | None) -> TypeP
     inferred_shape, declared_shape = shape_of(inferred), shape_of(declared)
     open_elem = not inferred.tensor_type.elem_type and declared.tensor_type.elem_type
     open_dims = declared_shape is not None and (
-        inferred_shape is None or any(i is None and d is not None for i, d in zip(inferred_shape, declared_shape))
+        inferred_shape is None
+        or any(not is_known_dim(i) and is_known_dim(d) for i, d in zip(inferred_shape, declared_shape))
     )
     if not open_elem and not open_dims:
         return inferred
@@ -232,7 +238,7 @@ def merged_type(inferred: TypeProto | None, declared: TypeProto | None) -> TypeP
     elif declared_shape is None:  # (only the element type was open)
         dims = inferred_shape
     else:
-        dims = [d if i is None else i for i, d in zip(inferred_shape, declared_shape)]
+        dims = [d if not is_known_dim(i) and is_known_dim(d) else i for i, d in zip(inferred_shape, declared_shape)]
     return helper.make_tensor_type_proto(elem, dims)
 
 

@@ -24,14 +24,14 @@ def pick(draw: Callable, options: Sequence[T], label: str | None = None) -> T:
     """One of ``options``, about uniformly (a narrow ``st.integers`` range would favour the
     first by far: hypothesis draws its minimum often); shrinks toward the first."""
     options = list(options)
-    return options[draw(st.integers(0, _STEPS - 1), label=label) * len(options) // _STEPS]
+    return options[draw(st.sampled_from(range(len(options))), label=label)]
 
 
 def permutation(draw: Callable, items: Sequence[T], label: str | None = None) -> list[T]:
     """``items`` in a drawn order (shrinks toward the order given)."""
     left, order = list(items), []
     while left:
-        order.append(left.pop(draw(st.integers(0, _STEPS - 1), label=label) * len(left) // _STEPS))
+        order.append(left.pop(draw(st.sampled_from(range(len(left))), label=label)))
     return order
 
 

@@ -465,16 +465,34 @@ class _Builder:
                 self.draws.append(f"{value_name} = Identity({graph_input})")
         return value_name
 
+    def _computed_shape(self, name: str, of: str) -> str:
+        """``Shape(of)``; as the shape-off near miss, its dims in another order (a Gather
+        of the Shape, which a rule's ``dims()`` reads as well): a target that names the
+        same sizes elsewhere, which a rule about a tensor's own shape must refuse."""
+        value = self.fresh(name)
+        known = self.concrete.get(of)
+        rank = len(known.tensor_type.shape.dim) if known is not None else 0
+        order = list(range(rank))
+        if self.near_miss == "shape-off" and rank > 1:
+            order = permutation(self.draw, order, label="shape off")
+        whole = value if order == list(range(rank)) else self.fresh(f"{name}_all")
+        self.nodes.append(helper.make_node("Shape", [of], [whole], name=f"n{len(self.nodes)}"))
+        self.infer(self.nodes[-1])
+        self.draws.append(f"{whole} = Shape({of})")
+        if whole != value:
+            indices = self.fresh(f"{name}_order")
+            self.inits.append(numpy_helper.from_array(np.array(order, np.int64), indices))
+            self.types[indices] = self.concrete[indices] = helper.make_tensor_type_proto(TensorProto.INT64, [rank])
+            self.nodes.append(helper.make_node("Gather", [whole, indices], [value], name=f"n{len(self.nodes)}", axis=0))
+            self.infer(self.nodes[-1])
+            self.draws.append(f"{value} = Gather({whole}, {order})")
+        return value
+
     def free_input(self, name: str | None, ctx: NodeContext, slot: int) -> str:
         hint = self.hints.get(name) if name else None
         shape_of = self._shape_hint(hint)
         if shape_of is not None and name:  # `example s = shape(x)`: computed at run time from x
-            value = self.fresh(name)
-            node = helper.make_node("Shape", [shape_of], [value], name=f"n{len(self.nodes)}")
-            self.nodes.append(node)
-            self.infer(node)
-            self.draws.append(f"{value} = Shape({shape_of})")
-            return value
+            return self._computed_shape(name, shape_of)
         if hint is not None and hint.value is not None and self.vary_hinted and name in self.vary_names:
             self.hinted_varied()  # the hinted value replaced by one op knowledge draws
             hint = None

@@ -1,0 +1,231 @@
+"""Symbolic dims as polynomials: one spelling per size, whoever wrote it.
+
+A dim of a tensor is a number or a name.  Names combine: a KV cache's total length is
+``past + new``, heads folded into the batch ``4*batch``, a flattened ``[batch, seq, 64]``
+is ``[batch*seq, 64]``, an audio front end's frames ``(samples//10) + -1``.  The dynamo
+exporter writes such sizes into value_info as sympy prints them
+(``((samples//10)) - 1``, ``batch*(((samples//10)) - 1)``), while ``dims()`` computes
+them from the graph's shape arithmetic; two spellings of one size must compare equal, or
+two tensors of one shape do not look alike and rules refuse.
+
+So every dim is read as a polynomial with integer coefficients over *atoms* (names, and
+floor divisions that do not divide exactly, ``(samples//10)``) and written back in one
+canonical form: terms sorted, each an optional coefficient then its atoms sorted and
+joined by ``*``, the number last, joined by `` + `` (``a + -1*b + 3``, ``4*batch``,
+``batch*seq``).  A name this grammar cannot read (``Max(1, s0)``, a name with odd
+characters) stays one opaque atom, exactly as written.  Unknown dims (onnx's fresh
+``unk__N``, ``dims()``'s ``?`` tokens) take part in no arithmetic: ``EvalFailure``.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from .values import EvalFailure
+
+Monomial = tuple[str, ...]  # sorted atoms; () is the constant term
+Poly = dict[Monomial, int]
+
+_PLAIN = re.compile(r"[A-Za-z_][\w.]*")  # an ordinary name: itself, no parsing needed
+_UNKNOWN = ("unk__", "?")
+
+
+def is_unknown_atom(atom: str) -> bool:
+    return atom.startswith(_UNKNOWN)
+
+
+def poly_of(d: int | str) -> Poly:
+    """The polynomial a dim stands for; ``EvalFailure`` for an unknown dim."""
+    if isinstance(d, int):
+        return {(): d} if d else {}
+    return dict(_parsed(d))
+
+
+@lru_cache(maxsize=1 << 14)
+def _parsed(d: str) -> tuple[tuple[Monomial, int], ...]:
+    if is_unknown_atom(d):
+        raise EvalFailure("arithmetic on an unknown dim")
+    if _PLAIN.fullmatch(d):
+        return (((d,), 1),)
+    try:
+        poly = _Parser(d).expression_only()
+    except _NotAnExpression:
+        return (((d,), 1),)  # an opaque name
+    return tuple(poly.items())
+
+
+def dim_of(poly: Poly) -> int | str:
+    """The canonical dim of a polynomial: a number when it has no atoms."""
+    terms = []
+    for monomial, k in sorted(poly.items()):
+        if not k or not monomial:
+            continue
+        text = "*".join(monomial)
+        terms.append(text if k == 1 else f"{k}*{text}")
+    number = poly.get((), 0)
+    if not terms:
+        return number
+    return " + ".join(terms + ([str(number)] if number else []))
+
+
+def canonical_dim(d: int | str) -> int | str:
+    """A dim as this module spells it (a declared ``((samples//10)) - 1`` is
+    ``(samples//10) + -1``); an unknown or unreadable dim as it was."""
+    if isinstance(d, int) or _PLAIN.fullmatch(d) or is_unknown_atom(d):
+        return d
+    return _canonical(d)
+
+
+@lru_cache(maxsize=1 << 14)
+def _canonical(d: str) -> int | str:
+    try:
+        return dim_of(poly_of(d))
+    except EvalFailure:  # an unknown atom inside an expression
+        return d
+
+
+def add(a: Poly, b: Poly, scale: int = 1) -> Poly:
+    out = dict(a)
+    for monomial, k in b.items():
+        total = out.get(monomial, 0) + scale * k
+        if total:
+            out[monomial] = total
+        else:
+            out.pop(monomial, None)
+    return out
+
+
+def multiply(a: Poly, b: Poly) -> Poly:
+    out: Poly = {}
+    for ma, ka in a.items():
+        for mb, kb in b.items():
+            monomial = tuple(sorted(ma + mb))
+            total = out.get(monomial, 0) + ka * kb
+            if total:
+                out[monomial] = total
+            else:
+                out.pop(monomial, None)
+    return out
+
+
+def divide_exactly(a: Poly, b: Poly) -> Poly | None:
+    """a / b when b is one term (a number times atoms) dividing every term of a exactly
+    (``batch*seq + -1*batch`` by ``batch``); None otherwise."""
+    if len(b) != 1:
+        return None
+    ((mb, kb),) = b.items()
+    if kb == 0:
+        return None
+    out: Poly = {}
+    for ma, ka in a.items():
+        rest = list(ma)
+        for atom in mb:
+            if atom not in rest:
+                return None
+            rest.remove(atom)
+        if ka % kb:
+            return None
+        out[tuple(rest)] = out.get(tuple(rest), 0) + ka // kb
+    return {m: k for m, k in out.items() if k}
+
+
+def floor_divide(a: Poly, k: int) -> Poly:
+    """a // k for a size a >= 0 and k > 0: exact when k divides every coefficient, else the
+    atom ``(a//k)``."""
+    if k <= 0:
+        raise EvalFailure("floor division of a dim by a number <= 0")
+    if set(a) <= {()}:  # a number
+        value = a.get((), 0) // k
+        return {(): value} if value else {}
+    if all(c % k == 0 for c in a.values()):
+        return {m: c // k for m, c in a.items()}
+    inner = dim_of(a)
+    text = f"({inner})" if isinstance(inner, str) and not _PLAIN.fullmatch(inner) else str(inner)
+    return {(f"({text}//{k})",): 1}
+
+
+class _NotAnExpression(Exception):
+    pass
+
+
+_TOKEN = re.compile(r"\s*(//|\d+(?![\w.])|[()+*]|-|[^\s()+*/]+)")
+
+
+class _Parser:
+    """expression := term (('+' | '-') term)*; term := unary (('*' | '//') unary)*;
+    unary := '-' unary | atom; atom := integer | name | '(' expression ')'.  A '-' inside
+    a name's characters (``seq-len``) is part of the name; a single '/' reads nothing."""
+
+    def __init__(self, text: str) -> None:
+        self.tokens = self._tokens(text)
+        self.at = 0
+
+    @staticmethod
+    def _tokens(text: str) -> list[str]:
+        tokens: list[str] = []
+        position = 0
+        while text[position:].strip():
+            match = _TOKEN.match(text, position)
+            if match is None:
+                raise _NotAnExpression
+            tokens.append(match.group(1))
+            position = match.end(1)
+        return tokens
+
+    def peek(self) -> str | None:
+        return self.tokens[self.at] if self.at < len(self.tokens) else None
+
+    def take(self) -> str:
+        token = self.peek()
+        if token is None:
+            raise _NotAnExpression
+        self.at += 1
+        return token
+
+    def expression_only(self) -> Poly:
+        poly = self.expression()
+        if self.peek() is not None:
+            raise _NotAnExpression
+        return poly
+
+    def expression(self) -> Poly:
+        poly = self.term()
+        while self.peek() in ("+", "-"):
+            sign = 1 if self.take() == "+" else -1
+            poly = add(poly, self.term(), sign)
+        return poly
+
+    def term(self) -> Poly:
+        poly = self.unary()
+        while self.peek() in ("*", "//"):
+            if self.take() == "*":
+                poly = multiply(poly, self.unary())
+            else:
+                divisor = self.unary()
+                if set(divisor) - {()} or divisor.get((), 0) <= 0:
+                    raise _NotAnExpression  # only by a positive number
+                poly = floor_divide(poly, divisor[()])
+        return poly
+
+    def unary(self) -> Poly:
+        if self.peek() == "-":
+            self.take()
+            return {m: -k for m, k in self.unary().items()}
+        return self.atom()
+
+    def atom(self) -> Poly:
+        token = self.take()
+        if token == "(":
+            poly = self.expression()
+            if self.take() != ")":
+                raise _NotAnExpression
+            return poly
+        if token in (")", "+", "*", "//"):
+            raise _NotAnExpression
+        if token.isdigit():
+            value = int(token)
+            return {(): value} if value else {}
+        if is_unknown_atom(token):
+            raise EvalFailure("arithmetic on an unknown dim")
+        return {(token,): 1}

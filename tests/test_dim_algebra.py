@@ -1,0 +1,146 @@
+"""Symbolic dims spelled one way whoever wrote them (rewriter/expr/dim_algebra.py), and what
+that lets the engine prove on a dynamo export with dynamic axes: the exporter's declared
+``((samples//10)) - 1`` and the graph's own Shape/Div/Sub arithmetic name one size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import init, model, ops, run, tensor
+from onnx import TensorProto, helper
+
+import rewriter
+from rewriter.expr.dim_algebra import canonical_dim
+from rewriter.expr.shape_values import dim_product, dim_quotient, dim_sum
+from rewriter.expr.values import EvalFailure
+from rewriter.graph.type_reading import is_known_dim, shape_of
+from rewriter.graph.types import merged_type
+
+
+@pytest.mark.parametrize(
+    ("written", "canonical"),
+    [
+        ("((samples//10)) - 1", "(samples//10) + -1"),  # sympy, as the dynamo exporter prints it
+        ("batch*(((samples//10)) - 1)", "(samples//10)*batch + -1*batch"),
+        ("s1*s0", "s0*s1"),
+        ("2*s0*s1 + s1*s0", "3*s0*s1"),
+        ("(s0 + 1)//2", "((s0 + 1)//2)"),
+        ("(2*s0 + 4)//2", "s0 + 2"),  # exact: no floor atom
+        ("7//2", 3),
+        ("x - x", 0),
+        ("past + 1", "past + 1"),  # this module's own spelling is a fixed point
+        ("a + -1*b + 3", "a + -1*b + 3"),
+        ("batch", "batch"),
+        ("seq-len", "seq-len"),  # a '-' inside a name is part of it
+        ("Max(1, s0)", "Max(1, s0)"),  # what the grammar cannot read stays one opaque name
+        ("s0/2", "s0/2"),
+        ("unk__3", "unk__3"),
+    ],
+)
+def test_each_size_has_one_spelling(written, canonical):
+    assert canonical_dim(written) == canonical
+    assert canonical_dim(canonical) == canonical
+
+
+def test_products_and_exact_quotients_of_dims():
+    assert dim_product(["batch", "seq"]) == "batch*seq"
+    assert dim_product(["seq", 4, "batch"]) == "4*batch*seq"
+    assert dim_quotient(dim_product(["batch", "(samples//10) + -1"]), "batch") == "(samples//10) + -1"
+    assert dim_quotient("4*batch", 4) == "batch"
+    assert dim_quotient("2*batch", 4) is None  # not exact: unknown
+    assert dim_quotient("batch + seq", "batch") is None
+    assert dim_sum(["past", 1, "-1*past"]) == 1
+    with pytest.raises(EvalFailure):
+        dim_product(["batch", "unk__2"])  # nothing is known of a fresh dim
+
+
+def test_unknown_atoms_anywhere_make_a_dim_unknown():
+    assert is_known_dim("(samples//10)*batch + -1*batch") and is_known_dim("seq-len")
+    assert not is_known_dim("(unk__3//2) + 1") and not is_known_dim("batch*unk__1")
+
+
+def test_a_declared_name_fills_a_dim_inference_left_fresh():
+    inferred = helper.make_tensor_type_proto(TensorProto.FLOAT, ["batch", "unk__8", 64])
+    declared = helper.make_tensor_type_proto(TensorProto.FLOAT, ["batch", "((samples//10)) - 1", 64])
+    assert shape_of(merged_type(inferred, declared)) == ["batch", "(samples//10) + -1", 64]
+    stale = helper.make_tensor_type_proto(TensorProto.FLOAT, ["batch", "frames", 32])  # contradicts: dropped
+    assert shape_of(merged_type(inferred, stale)) == ["batch", "unk__8", 64]
+
+
+def audio_frames_model(declare: bool = True):
+    """dynamo's front end of an audio encoder: a strided Conv over the samples (its length
+    declared as the exporter prints it), transposed, then viewed (allowzero 1) to a target
+    computed from the samples: [batch, samples // 10 - 1, 16], its own shape."""
+    nodes = [
+        helper.make_node("Unsqueeze", ["x", "one"], ["u"]),
+        helper.make_node("Conv", ["u", "W"], ["c"], strides=[10], kernel_shape=[20]),
+        helper.make_node("Transpose", ["c"], ["t"], perm=[0, 2, 1]),
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+        helper.make_node("Gather", ["s", "i1"], ["n"], axis=0),
+        helper.make_node("Div", ["n", "ten"], ["f"]),
+        helper.make_node("Sub", ["f", "ione"], ["g"]),
+        helper.make_node("Unsqueeze", ["b", "zero"], ["b1"]),
+        helper.make_node("Unsqueeze", ["g", "zero"], ["g1"]),
+        helper.make_node("Concat", ["b1", "g1", "width"], ["target"], axis=0),
+        helper.make_node("Reshape", ["t", "target"], ["v"], allowzero=1),
+        helper.make_node("Relu", ["v"], ["y"]),
+    ]
+    inits = [
+        init("W", np.random.default_rng(0).standard_normal((16, 1, 20)).astype(np.float32)),
+        init("one", np.array([1], np.int64)),
+        init("zero", np.array([0], np.int64)),
+        init("i0", np.array(0, np.int64)),
+        init("i1", np.array(1, np.int64)),
+        init("ten", np.array(10, np.int64)),
+        init("ione", np.array(1, np.int64)),
+        init("width", np.array([16], np.int64)),
+    ]
+    value_info = [tensor("c", TensorProto.FLOAT, ["batch", 16, "((samples//10)) - 1"])] if declare else []
+    return model(
+        nodes,
+        [tensor("x", TensorProto.FLOAT, ["batch", "samples"])],
+        [tensor("y", TensorProto.FLOAT, [None, None, 16])],
+        inits,
+        value_info=value_info,
+    )
+
+
+def test_a_view_to_its_own_computed_sizes_goes():
+    before = audio_frames_model()
+    after = rewriter.optimize(before, level="basic").model
+    assert "Reshape" not in ops(after) and "Div" not in ops(after)
+    for shape in ([2, 57], [1, 40], [3, 200]):
+        feeds = {"x": np.random.default_rng(1).standard_normal(shape).astype(np.float32)}
+        np.testing.assert_allclose(run(before, feeds)[0], run(after, feeds)[0], atol=1e-6)
+
+
+def test_without_the_declaration_the_view_stays():
+    # onnx's inference names the Conv's length unk__N: nothing shows it equals the target's
+    after = rewriter.optimize(audio_frames_model(declare=False), level="basic").model
+    assert "Reshape" in ops(after)
+
+
+def test_a_flattened_batch_and_sequence_is_their_product():
+    from rewriter.graph.types import infer_model_types
+
+    nodes = [
+        helper.make_node("Reshape", ["x", "flat"], ["f"]),
+        helper.make_node("Reshape", ["f", "back"], ["y"]),
+        helper.make_node("Reshape", ["x", "copy"], ["z"]),
+    ]
+    inits = [
+        init("flat", np.array([-1, 64], np.int64)),
+        init("back", np.array([-1, 3, 64], np.int64)),  # [batch*seq, 64] -> [?, 3, 64]: no name
+        init("copy", np.array([0, 4, -1], np.int64)),  # a 0 copies batch, the -1 is what is left
+    ]
+    m = model(
+        nodes,
+        [tensor("x", TensorProto.FLOAT, ["batch", "seq", 64])],
+        [tensor("y", TensorProto.FLOAT, None), tensor("z", TensorProto.FLOAT, None)],
+        inits,
+    )
+    types = infer_model_types(m)
+    assert shape_of(types["f"]) == ["batch*seq", 64]
+    assert not is_known_dim(shape_of(types["y"])[0])  # batch*seq / 3 is no dim anyone named
+    assert shape_of(types["z"]) == ["batch", 4, "16*seq"]
