@@ -164,7 +164,12 @@ def main() -> int:
     )
     worst = 0
     for path in args.models:
-        row = compare(path, args.level, args.peers)
+        try:
+            row = compare(path, args.level, args.peers)
+        except Exception as error:  # (onnxruntime cannot load the original, say): the sweep goes on
+            print(f"{path.name:32} ERROR {str(error).splitlines()[0][:160] if str(error) else type(error).__name__}")
+            worst = 1
+            continue
         best = min(n for n in (row["ort"], row["onnxscript"], row["transformers"]) if n is not None)
         flag = "" if row["ours"] <= best else "  <-- more than the best peer"
         print(
