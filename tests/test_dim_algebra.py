@@ -115,10 +115,52 @@ def test_a_view_to_its_own_computed_sizes_goes():
         np.testing.assert_allclose(run(before, feeds)[0], run(after, feeds)[0], atol=1e-6)
 
 
-def test_without_the_declaration_the_view_stays():
-    # onnx's inference names the Conv's length unk__N: nothing shows it equals the target's
-    after = rewriter.optimize(audio_frames_model(declare=False), level="basic").model
+def test_without_the_declaration_the_conv_length_is_computed():
+    from rewriter.graph.types import infer_model_types
+
+    m = audio_frames_model(declare=False)
+    # floor((samples - 20) / 10) + 1, spelled as the exporter declares it
+    assert shape_of(infer_model_types(m)["c"]) == ["batch", 16, "(samples//10) + -1"]
+    assert "Reshape" not in ops(rewriter.optimize(m, level="basic").model)
+
+
+def test_a_view_to_its_sizes_in_another_order_stays():
+    m = audio_frames_model()
+    concat = next(n for n in m.graph.node if n.op_type == "Concat")
+    concat.input[:2] = ["g1", "b1"]  # [frames, batch, 16]: the same sizes, another shape
+    after = rewriter.optimize(m, level="basic").model
     assert "Reshape" in ops(after)
+    feeds = {"x": np.random.default_rng(1).standard_normal([2, 57]).astype(np.float32)}
+    np.testing.assert_allclose(run(m, feeds)[0], run(after, feeds)[0], atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("op", "attrs", "length"),
+    [
+        ("Conv", {"kernel_shape": [3], "pads": [1, 1]}, "n"),
+        ("Conv", {"kernel_shape": [4], "strides": [2], "pads": [1, 1]}, "(n//2)"),
+        ("Conv", {"kernel_shape": [3], "strides": [2], "auto_pad": "SAME_UPPER"}, "((n + 1)//2)"),
+        ("Conv", {"kernel_shape": [3], "dilations": [2], "auto_pad": "VALID"}, "n + -4"),
+        ("MaxPool", {"kernel_shape": [2], "strides": [2]}, "(n//2)"),
+        ("MaxPool", {"kernel_shape": [2], "strides": [2], "ceil_mode": 1}, "((n + 1)//2)"),
+        ("ConvTranspose", {"kernel_shape": [4], "strides": [2], "pads": [1, 1]}, "2*n"),
+    ],
+)
+def test_windowed_ops_count_their_positions(op, attrs, length):
+    from rewriter.graph.types import infer_model_types
+
+    inputs = ["x", "W"] if op.startswith("Conv") else ["x"]
+    weights = [init("W", np.zeros((4, 4, attrs["kernel_shape"][0]), np.float32))] if op.startswith("Conv") else []
+    m = model(
+        [helper.make_node(op, inputs, ["y"], **attrs)],
+        [tensor("x", TensorProto.FLOAT, ["batch", 4, "n"])],
+        [tensor("y", TensorProto.FLOAT, None)],
+        weights,
+    )
+    assert shape_of(infer_model_types(m)["y"])[2] == length
+    n = 11
+    y = run(m, {"x": np.zeros((1, 4, n), np.float32)})[0]
+    assert y.shape[2] == eval(length.replace("n", str(n)))  # the name read as Python arithmetic
 
 
 def test_a_flattened_batch_and_sequence_is_their_product():

@@ -131,18 +131,26 @@ def divide_exactly(a: Poly, b: Poly) -> Poly | None:
 
 
 def floor_divide(a: Poly, k: int) -> Poly:
-    """a // k for a size a >= 0 and k > 0: exact when k divides every coefficient, else the
-    atom ``(a//k)``."""
+    """floor(a / k) for k > 0: the terms k divides and the number's multiple of k come out
+    exactly (``(s + -10)//5`` is ``(s//5) + -2``, as sympy writes it too), what is left
+    stays the atom ``(rest//k)``."""
     if k <= 0:
         raise EvalFailure("floor division of a dim by a number <= 0")
-    if set(a) <= {()}:  # a number
-        value = a.get((), 0) // k
-        return {(): value} if value else {}
-    if all(c % k == 0 for c in a.values()):
-        return {m: c // k for m, c in a.items()}
-    inner = dim_of(a)
+    number = a.get((), 0)
+    out: Poly = {(): number // k} if number // k else {}
+    rest: Poly = {(): number % k} if number % k else {}
+    for monomial, c in a.items():
+        if not monomial:
+            continue
+        if c % k == 0:
+            out[monomial] = c // k
+        else:
+            rest[monomial] = c
+    if set(rest) <= {()}:  # (a number below k: floor 0)
+        return out
+    inner = dim_of(rest)
     text = f"({inner})" if isinstance(inner, str) and not _PLAIN.fullmatch(inner) else str(inner)
-    return {(f"({text}//{k})",): 1}
+    return add(out, {(f"({text}//{k})",): 1})
 
 
 class _NotAnExpression(Exception):

@@ -134,6 +134,12 @@ def dim_quotient(a: int | str, b: int | str) -> int | str | None:
     return None if quotient is None else algebra.dim_of(quotient)
 
 
+def dim_floor_quotient(d: int | str, k: int) -> int | str:
+    """floor(d / k) for a number k > 0 as one dim (dim_algebra.floor_divide): a window's
+    count of positions, ``(samples + -10)//5 + 1``, is ``(samples//5) + -1``."""
+    return algebra.dim_of(algebra.floor_divide(algebra.poly_of(d), k))
+
+
 def _scaled(d: int | str, factor: int | str) -> int | str:
     return dim_product([d, factor])
 

@@ -19,7 +19,15 @@ from functools import cached_property
 import numpy as np
 from onnx import NodeProto, TensorProto, TypeProto, ValueInfoProto, helper, numpy_helper
 
-from ..expr.shape_values import ShapeFacts, dim_difference, dim_product, dim_quotient, dim_sum, shape_values
+from ..expr.shape_values import (
+    ShapeFacts,
+    dim_difference,
+    dim_floor_quotient,
+    dim_product,
+    dim_quotient,
+    dim_sum,
+    shape_values,
+)
 from ..expr.values import EvalFailure
 from .type_reading import FRESH_DIM, fully_known, is_known_dim, known_dim_count, shape_of
 
@@ -249,7 +257,61 @@ def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto |
 
 
 _COMPUTED_SHAPES = ("Reshape", "Expand", "Range", "Tile", "Slice")
-_CANDIDATE_OPS = frozenset(_COMPUTED_SHAPES) | _BROADCASTING | {"Concat"}
+_WINDOWED = frozenset({"Conv", "MaxPool", "AveragePool", "LpPool", "ConvTranspose"})
+_CANDIDATE_OPS = frozenset(_COMPUTED_SHAPES) | _BROADCASTING | _WINDOWED | {"Concat"}
+
+
+def _windowed_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto | None:
+    """A convolution's or pooling's output with its spatial dims computed from the input's
+    symbolic ones, where inference left them unnamed (it does no arithmetic on names):
+    ``floor((in + pads - dilation * (kernel - 1) - 1) / stride) + 1`` (ceil with
+    ceil_mode, ``ceil(in / stride)`` with SAME padding; ConvTranspose the inverse), the
+    spelling the dynamo exporter declares (``(samples//5) + -1``).  None when unsure."""
+    out = node.output[0] if node.output else ""
+    current, source = shape_of(types.get(out)), shape_of(types.get(node.input[0]))
+    if current is None or source is None or len(current) != len(source) or len(source) < 3 or types.get(out) is None:
+        return None
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    spatial = len(source) - 2
+    kernel = attrs.get("kernel_shape")
+    if kernel is None and node.op_type in ("Conv", "ConvTranspose") and len(node.input) > 1:
+        weights = shape_of(types.get(node.input[1]))
+        kernel = weights[2:] if weights is not None else None
+    if kernel is None or len(kernel) != spatial or not all(isinstance(k, int) and k > 0 for k in kernel):
+        return None
+    strides = list(attrs.get("strides") or [1] * spatial)
+    dilations = list(attrs.get("dilations") or [1] * spatial)
+    pads = list(attrs.get("pads") or [0] * (2 * spatial))
+    auto_pad = attrs.get("auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    ceil = bool(attrs.get("ceil_mode", 0))
+    if len(strides) != spatial or len(dilations) != spatial or len(pads) != 2 * spatial:
+        return None
+    if node.op_type == "ConvTranspose" and (auto_pad != "NOTSET" or "output_shape" in attrs):
+        return None
+    dims = list(current)
+    for axis in range(spatial):
+        have, size = current[axis + 2], source[axis + 2]
+        if _is_known(have) or not _is_known(size) or strides[axis] <= 0:
+            continue
+        reach = dilations[axis] * (kernel[axis] - 1) + 1
+        try:
+            if node.op_type == "ConvTranspose":
+                padding = attrs.get("output_padding") or [0] * spatial
+                grown = dim_product([strides[axis], dim_sum([size, -1])])
+                dims[axis + 2] = dim_sum([grown, padding[axis], reach, -pads[axis], -pads[axis + spatial]])
+            elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+                dims[axis + 2] = dim_floor_quotient(dim_sum([size, strides[axis] - 1]), strides[axis])
+            elif auto_pad in ("NOTSET", "VALID"):
+                padded = 0 if auto_pad == "VALID" else pads[axis] + pads[axis + spatial]
+                extra = strides[axis] - 1 if ceil else 0
+                span = dim_sum([size, padded - reach + extra])
+                dims[axis + 2] = dim_sum([dim_floor_quotient(span, strides[axis]), 1])
+        except EvalFailure:
+            continue
+    if sum(map(_is_known, dims)) <= sum(map(_is_known, current)):
+        return None
+    return helper.make_tensor_type_proto(types[out].tensor_type.elem_type, [d if _is_known(d) else None for d in dims])
 
 
 def _concat_sum(node: NodeProto, types: dict[str, TypeProto]) -> tuple[int, int | str] | None:
@@ -381,6 +443,11 @@ def resolved_types(
     aliases = _known_aliases(aliases, concats, types)
     better: dict[str, TypeProto] = {}
     for node in candidates:
+        if node.op_type in _WINDOWED:
+            windowed = _windowed_type(node, types)
+            if windowed is not None:
+                better[node.output[0]] = windowed
+            continue
         if node.op_type == "Concat":
             _concat_type(node, types, aliases, better)
             continue

@@ -33,7 +33,8 @@ from .apply import Refused, Rewriter
 from .options import RunOptions
 from .progress import PROGRESS_EVERY, Progress
 
-MAX_ROUNDS = 16
+MAX_ROUNDS = 64
+MAX_REFRESHES = 16  # re-inferences after rewrites, per level (each costs an inference of a region)
 MAX_REFUSALS_PER_ROOT = 16
 # How far a level may grow its graph: nodes plus node inputs, and bytes of constants, each
 # at most GROWTH times what the level started with plus a fixed slack.  A pack that keeps
@@ -167,6 +168,8 @@ class LevelRunner:
         recent = self.recent
         builtin_time = self.stats.builtin_time
         seen_changes: dict[str, int] = {}  # builtin -> position in view.changes it has seen
+        applied = 0
+        refreshes_left = MAX_REFRESHES
         for round_index in range(MAX_ROUNDS):
             start = time.perf_counter()
             folded = 0
@@ -179,33 +182,29 @@ class LevelRunner:
                 self.stats.builtins[name] += removed
                 folded += removed
             self._check_growth(view)
-            if folded:
-                self.state.refresh_types()  # folding may have made shapes static
+            # folding may have made shapes static: a Pad whose amounts were computed from a
+            # Shape has a static output now, and the next layer's Shape folds next round
+            improved = self.state.refresh_types() if folded else 0
+            if round_index > 0 and not folded:
+                # With dynamic axes, rewrites can make shapes readable that were not (a
+                # fused node's stand-in types, a computed Reshape target that now reads as
+                # dims, a Shape's dim a rule folded): re-infer and sweep again while that
+                # gains anything (a static audio net computes each layer's padding from
+                # the previous layer's shape: a round per layer)
+                if applied and refreshes_left and hasattr(self.state, "refresh_types"):
+                    refreshes_left -= 1
+                    improved = self.state.refresh_types(if_incomplete_known=True)
+                if not improved:
+                    self.stats.builtin_seconds += time.perf_counter() - start
+                    break
+            if improved:  # a node may be foldable now whose output size was unknown
+                seen_changes.pop("constant_folding", None)
             self.stats.builtin_seconds += time.perf_counter() - start
-            if round_index > 0 and folded == 0:
-                break
             if round_index == 0 and self.on_start is not None:
                 self.on_start(self)
             applied = self._rules_to_fixpoint(view, bound - total, recent)
             total += applied
-            if applied == 0 and round_index > 0:
-                break
-            if not self.builtins:
-                break
-        # With dynamic axes, rewrites can make shapes readable that were not (a fused node's
-        # stand-in types, a computed Reshape target that now reads as dims): re-infer and
-        # sweep again while that gains anything.
-        for _ in range(2):
-            start = time.perf_counter()
-            gained = (
-                total and hasattr(self.state, "refresh_types") and self.state.refresh_types(if_incomplete_known=True)
-            )
-            self.stats.builtin_seconds += time.perf_counter() - start
-            if not gained:
-                break
-            applied = self._rules_to_fixpoint(view, bound - total, recent)
-            total += applied
-            if not applied:
+            if applied == 0 and round_index > 0 and not improved:
                 break
         if self.check_fixpoint:
             view.check_consistency()
