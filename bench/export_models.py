@@ -114,6 +114,45 @@ Every model is built from a config with random weights (nothing is downloaded) a
                                               batch), SpeechT5's encoder with its speech prenet
                                               (batch and samples), CLAP's HTSAT audio tower over a
                                               (batch, 1, 256, 16) spectrogram
+  phi4_mini stablelm2 bitnet vaultgemma       corpus 8 (2025-2026) decoders, the DECODERS variants: Phi-4-mini and
+  ministral3 gemma3n gemma4                   StableLM 2 12B settings, BitNet's sub-norms, YaRN with query scaling,
+  modernbert_decoder nanochat jais2           AltUp and per-layer embeddings (gemma3n: TorchScript only), differential
+  diffllama minicpm3                          attention, MLA
+  qwen2_5_vl qwen3_vl                         vision-language models' language side over text only (M-RoPE, interleaved
+                                              for Qwen3-VL)
+  dots1 glm4_moe hunyuan_moe ernie4_5_moe     more mixture-of-experts decoders (4 experts, top 2, batched_mm);
+  flex_olmo afmoe deepseek_v2 minimax_m2      deepseek_v2: its complex rotary in real arithmetic for the export, as
+  gemma4_moe granitemoeshared cohere2_moe     llama4's; mistral4, deepseek_v32 (a top-k key indexer) and glm4_moe_lite:
+  exaone_moe hy_v3 mimo_v2_flash solar_open   MLA; ernie4_5_moe: dynamo only
+  laguna mistral4 deepseek_v32 glm4_moe_lite
+  qwen3_next qwen3_5 olmo_hybrid kimi_linear  hybrid and recurrent decoders (RECURRENT: no {family}_kv_*, their caches
+  falcon_h1 bamba granite4 jamba zamba2       hold recurrent states): gated DeltaNet, Mamba and Mamba-2 (transformers'
+  nemotron_h lfm2 lfm2_moe minimax            torch scans), short convolutions, lightning attention, RG-LRU, RWKV,
+  recurrent_gemma mamba falcon_mamba mamba2   mLSTM; TorchScript unrolls the scans over the example's 16 tokens, so
+  rwkv xlstm                                  mostly ts_static and dynamo
+  longformer splinter roc_bert yoso mra xmod  more ENCODERS (sliding-window chunks, shape and pronunciation embeddings,
+  eurobert                                    LSH and multi-resolution attention, language adapters, a bidirectional
+                                              Llama)
+  led_dec prophetnet_dec musicgen_dec         more SEQ2SEQ_DECODERS (n-gram streams, one codebook); led and musicgen
+                                              also {family}_kv_*
+  videomae timesformer vivit                  video transformers over (batch, 4 frames, 3, 32, 32) clips
+  pixtral_vision siglip2_vision aimv2_vision  vision towers of 2025 multimodal models, 32x32 (siglip2: NaFlex patches;
+  dinov3_vit metaclip2_vision                 qwen2_5_vl_vision: (patches, 384) rows and grid_thw, windowed attention)
+  internvl_vision smolvlm_vision
+  qwen2_5_vl_vision
+  dinov3_convnext hgnet_v2 dab_detr           conv nets and detection, 64x64, as the conv nets (deformable_detr: one
+  deformable_detr                             feature level, grid_sample)
+  wav2vec2_conformer                          speech: conformers over raw audio (relative and rotary positions),
+  wav2vec2_conformer_rotary wav2vec2_bert     w2v-BERT 2.0 over (batch, frames, 32) features, Parakeet (FastConformer)
+  parakeet_enc perceiver                      over (batch, frames, 16) mels; Perceiver's latents over (batch, 16, 32)
+                                              inputs
+  encodec_enc dac_enc mimi_enc                neural audio codecs' encode (encoder and residual vector quantizer) over
+                                              (batch, 1, samples): codes (DAC: the quantized latents)
+  dynamo_dynamic_8                            dynamo_dynamic of phi4_mini ministral3 gemma4 dots1 glm4_moe ernie4_5_moe
+                                              afmoe mistral4 qwen2_5_vl qwen3_next qwen3_5 falcon_h1 granite4 nemotron_h
+                                              lfm2 mamba2 eurobert roc_bert xmod dinov3_vit aimv2_vision internvl_vision
+                                              videomae vivit timesformer wav2vec2_conformer wav2vec2_bert parakeet_enc
+                                              dac_enc led_dec musicgen_dec
 Names: {family}[_kv]_{ts_static|ts_dynamic|ts_opset14|ts_dynamic_opset14|ts_bn|dynamo}[_fp16|_qdq|_qdyn|_q4].onnx,
 and {family}_{ts_dynamic_nofold|dynamo_opset23|dynamo_noopt|dynamo_dynamic}.onnx for the exporter settings.
 Dynamo exports of the original set use the exporter's default opset, the newer families opset 18.
@@ -124,6 +163,7 @@ external data) when it does not load or run.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import sys
 import tempfile
@@ -417,6 +457,37 @@ class Decoder(nn.Module):
 
 MOE = {"num_experts_per_tok": 2, "experts_implementation": "batched_mm"}
 ROPE = {"rope_type": "default", "rope_theta": 10000.0}  # for configs whose default has no rope_theta
+# a vision-language model's arguments: its text_config (VL_TEXT) takes the corpus's sizes
+VL = {
+    **dict.fromkeys(("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")),
+    **dict.fromkeys(("max_position_embeddings", "pad_token_id", "bos_token_id", "eos_token_id")),
+    "vision_config": {
+        "depth": 1,
+        "hidden_size": 32,
+        "out_hidden_size": 64,
+        "num_heads": 2,
+        "intermediate_size": 64,
+        "patch_size": 8,
+    },
+    "image_token_id": 120,
+    "video_token_id": 121,
+    "vision_start_token_id": 122,
+}
+VL_TEXT = {
+    "vocab_size": 128,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 128,
+    "max_position_embeddings": 128,
+    "pad_token_id": 0,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+}
+# multi-head latent attention at the corpus's size (low-rank q and kv, a decoupled rotary part)
+MLA = {"q_lora_rank": 32, "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16}
 
 # family -> (config class, model class, config arguments beyond the common ones; None drops one)
 DECODERS = {
@@ -677,7 +748,591 @@ DECODERS = {
             "attention_chunk_size": 8,
         },
     ),
+    # corpus 8 (2025-2026 decoders).  The hybrids with a recurrent state (RECURRENT: Mamba,
+    # gated DeltaNet, lightning attention, short convolutions, RG-LRU layers) keep it in their
+    # own cache classes, not key/value tensors: no {family}_kv_*; their scans run as
+    # transformers' torch fallbacks (no mamba_ssm / causal_conv1d kernels)
+    "phi4_mini": (
+        "Phi3Config",
+        "Phi3ForCausalLM",  # Phi-4-mini's settings: partial rotary (0.75), GQA, tied embeddings
+        {"partial_rotary_factor": 0.75, "num_key_value_heads": 2, "tie_word_embeddings": True},
+    ),
+    "stablelm2": (
+        "StableLmConfig",
+        "StableLmForCausalLM",  # StableLM 2 12B's: qkv biases, per-head q/k LayerNorm, parallel residual
+        {
+            "partial_rotary_factor": 0.25,
+            "num_key_value_heads": 2,
+            "use_qkv_bias": True,
+            "qk_layernorm": True,
+            "use_parallel_residual": True,
+        },
+    ),
+    "bitnet": ("BitNetConfig", "BitNetForCausalLM", {"num_key_value_heads": 2}),  # sub-norms before o/down, ReLU^2
+    "vaultgemma": (
+        "VaultGemmaConfig",
+        "VaultGemmaForCausalLM",  # Gemma 2 without sandwich norms, soft-capping
+        {"head_dim": 16, "num_key_value_heads": 2, "sliding_window": 8},
+    ),
+    "ministral3": (
+        "Ministral3Config",
+        "Ministral3ForCausalLM",  # YaRN rotary with Llama 4's position-dependent query scaling
+        {
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "rope_parameters": {
+                "rope_type": "yarn",
+                "rope_theta": 1000000.0,
+                "factor": 16.0,
+                "original_max_position_embeddings": 8,  # 128 positions / 16
+                "beta_fast": 32.0,
+                "beta_slow": 1.0,
+                "mscale": 1.0,
+                "mscale_all_dim": 1.0,
+                "llama_4_scaling_beta": 0.1,
+            },
+        },
+    ),
+    "gemma3n": (
+        "Gemma3nTextConfig",
+        "Gemma3nForCausalLM",  # AltUp streams, LAuReL, per-layer embeddings, activation sparsity (erfinv)
+        {
+            "head_dim": 16,
+            "num_key_value_heads": 2,
+            "sliding_window": 8,
+            "layer_types": ["sliding_attention", "full_attention"],
+            "vocab_size_per_layer_input": 128,
+            "hidden_size_per_layer_input": 16,
+            "laurel_rank": 8,
+            "num_kv_shared_layers": 0,
+            "activation_sparsity_pattern": [0.95, 0.0],
+        },
+    ),
+    "dots1": (
+        "Dots1Config",
+        "Dots1ForCausalLM",  # DeepSeek-V3 routing over Qwen3 attention (q/k RMSNorm); a dense then an MoE layer
+        {
+            **MOE,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "moe_intermediate_size": 32,
+            "first_k_dense_replace": 1,
+            "n_group": 1,
+            "topk_group": 1,
+        },
+    ),
+    "glm4_moe": (
+        "Glm4MoeConfig",
+        "Glm4MoeForCausalLM",  # partial rotary, q/k norm, sigmoid routing with a bias, a dense then an MoE layer
+        {
+            **MOE,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "moe_intermediate_size": 32,
+            "first_k_dense_replace": 1,
+            "n_group": 1,
+            "topk_group": 1,
+            "use_qk_norm": True,
+        },
+    ),
+    "hunyuan_moe": (
+        "HunYuanMoEV1Config",
+        "HunYuanMoEV1ForCausalLM",  # Hunyuan's q/k norms after rotary, softmax top-k, a shared MLP
+        {**MOE, "num_experts_per_tok": None, "num_experts": 4, "moe_topk": 2, "num_key_value_heads": 2, "head_dim": 16},
+    ),
+    "ernie4_5_moe": (
+        "Ernie4_5_MoeConfig",
+        "Ernie4_5_MoeForCausalLM",  # interleaved rotary, a shared expert, experts from layer 1
+        {
+            **MOE,
+            "num_experts_per_tok": None,
+            "num_key_value_heads": 2,
+            "moe_k": 2,
+            "moe_num_experts": 4,
+            "moe_num_shared_experts": 1,
+            "moe_intermediate_size": 32,
+            "moe_layer_start_index": 1,
+        },
+    ),
+    "flex_olmo": ("FlexOlmoConfig", "FlexOlmoForCausalLM", {**MOE, "num_experts": 4}),  # OLMo 2 blocks, MoE
+    "afmoe": (
+        "AfmoeConfig",
+        "AfmoeForCausalLM",  # gated attention, sliding and global layers, sigmoid routing, a dense layer first
+        {
+            **MOE,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "num_experts": 4,
+            "num_shared_experts": 1,
+            "num_dense_layers": 1,
+            "moe_intermediate_size": 32,
+            "sliding_window": 8,
+            "global_attn_every_n_layers": 2,
+        },
+    ),
+    "deepseek_v2": (
+        "DeepseekV2Config",
+        "DeepseekV2ForCausalLM",  # multi-head latent attention, greedy top-k routing, a dense then an MoE layer
+        {
+            **MOE,
+            "num_key_value_heads": 4,
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "moe_intermediate_size": 32,
+            "first_k_dense_replace": 1,
+            "n_group": 1,
+            "topk_group": 1,
+            "q_lora_rank": 32,
+            "kv_lora_rank": 16,
+            "qk_rope_head_dim": 8,
+            "qk_nope_head_dim": 8,
+            "v_head_dim": 16,
+        },
+    ),
+    "minimax_m2": (
+        "MiniMaxM2Config",
+        "MiniMaxM2ForCausalLM",  # q/k RMSNorm over all heads, partial rotary, sigmoid routing with a bias
+        {**MOE, "num_key_value_heads": 2, "head_dim": 16, "num_local_experts": 4, "intermediate_size": 64},
+    ),
+    "gemma4": (
+        "Gemma4TextConfig",
+        "Gemma4ForCausalLM",  # Gemma 3n's per-layer embeddings without AltUp, sliding and global layers
+        {
+            "head_dim": 16,
+            "num_key_value_heads": 2,
+            "sliding_window": 8,
+            "layer_types": ["sliding_attention", "full_attention"],
+            "vocab_size_per_layer_input": 128,
+            "hidden_size_per_layer_input": 16,
+            "num_kv_shared_layers": 0,
+        },
+    ),
+    "gemma4_moe": (
+        "Gemma4TextConfig",
+        "Gemma4ForCausalLM",  # Gemma 4's MoE block beside the dense MLP
+        {
+            **MOE,
+            "num_experts_per_tok": None,
+            "head_dim": 16,
+            "num_key_value_heads": 2,
+            "sliding_window": 8,
+            "layer_types": ["sliding_attention", "full_attention"],
+            "vocab_size_per_layer_input": 128,
+            "hidden_size_per_layer_input": 16,
+            "num_kv_shared_layers": 0,
+            "enable_moe_block": True,
+            "num_experts": 4,
+            "top_k_experts": 2,
+            "moe_intermediate_size": 32,
+        },
+    ),
+    "modernbert_decoder": (
+        "ModernBertDecoderConfig",
+        "ModernBertDecoderForCausalLM",  # ModernBERT's blocks, causal: global and local layers
+        {"cls_token_id": 1, "sep_token_id": 2},
+    ),
+    "nanochat": (
+        "NanoChatConfig",
+        "NanoChatForCausalLM",  # RMSNorm without weights, ReLU^2
+        {"num_key_value_heads": 2},
+    ),
+    "jais2": ("Jais2Config", "Jais2ForCausalLM", {"num_key_value_heads": 2}),
+    "diffllama": ("DiffLlamaConfig", "DiffLlamaForCausalLM", {"num_key_value_heads": 2}),  # differential attention
+    "minicpm3": ("MiniCPM3Config", "MiniCPM3ForCausalLM", {**MLA, "num_key_value_heads": 4}),  # MLA, muP scaling
+    "granitemoeshared": (
+        "GraniteMoeSharedConfig",
+        "GraniteMoeSharedForCausalLM",  # Granite 3 MoE with a shared MLP
+        {
+            **MOE,
+            "num_key_value_heads": 2,
+            "num_local_experts": 4,
+            "intermediate_size": 64,
+            "shared_intermediate_size": 64,
+        },
+    ),
+    "cohere2_moe": (
+        "Cohere2MoeConfig",
+        "Cohere2MoeForCausalLM",  # Cohere 2's parallel block with experts
+        {
+            **MOE,
+            "num_key_value_heads": 2,
+            "num_experts": 4,
+            "head_dim": 16,
+            "sliding_window": 8,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+    "exaone_moe": (
+        "ExaoneMoeConfig",
+        "ExaoneMoeForCausalLM",  # EXAONE 4's attention, a dense then an MoE layer with a shared expert
+        {
+            **MOE,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "num_experts": 4,
+            "num_shared_experts": 1,
+            "moe_intermediate_size": 32,
+            "sliding_window": 8,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+    ),
+    "hy_v3": (
+        "HYV3Config",
+        "HYV3ForCausalLM",
+        {
+            **MOE,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "num_experts": 4,
+            "num_shared_experts": 1,
+            "moe_intermediate_size": 32,
+        },
+    ),
+    "mimo_v2_flash": (
+        "MiMoV2FlashConfig",
+        "MiMoV2FlashForCausalLM",  # sliding and full layers with different value widths, attention sinks, MoE
+        {
+            **MOE,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "v_head_dim": 16,
+            "n_routed_experts": 4,
+            "moe_intermediate_size": 32,
+            "n_group": 1,
+            "topk_group": 1,
+            "sliding_window": 8,
+        },
+    ),
+    "solar_open": (
+        "SolarOpenConfig",
+        "SolarOpenForCausalLM",
+        {
+            **MOE,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "moe_intermediate_size": 32,
+            "n_group": 1,
+            "topk_group": 1,
+        },
+    ),
+    "laguna": (
+        "LagunaConfig",
+        "LagunaForCausalLM",
+        {
+            **MOE,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "num_experts": 4,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 32,
+        },
+    ),
+    "mistral4": (
+        "Mistral4Config",
+        "Mistral4ForCausalLM",  # MLA with DeepSeek-V3 routing, a dense then an MoE layer
+        {
+            **MOE,
+            **MLA,
+            "num_key_value_heads": 4,
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "moe_intermediate_size": 32,
+            "first_k_dense_replace": 1,
+            "n_group": 1,
+            "topk_group": 1,
+        },
+    ),
+    "deepseek_v32": (
+        "DeepseekV32Config",
+        "DeepseekV32ForCausalLM",  # MLA with a lightning indexer choosing the top-k keys (sparse attention)
+        {
+            **MOE,
+            **MLA,
+            "num_key_value_heads": 4,
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "moe_intermediate_size": 32,
+            "first_k_dense_replace": 1,
+            "n_group": 1,
+            "topk_group": 1,
+            "index_topk": 8,
+            "index_head_dim": 16,
+            "index_n_heads": 2,
+        },
+    ),
+    "glm4_moe_lite": (
+        "Glm4MoeLiteConfig",
+        "Glm4MoeLiteForCausalLM",  # GLM-4.7-Flash: MLA, sigmoid routing, a dense then an MoE layer
+        {
+            **MOE,
+            **MLA,
+            "num_key_value_heads": 4,
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "moe_intermediate_size": 32,
+            "mlp_layer_types": ["dense", "sparse"],
+            "n_group": 1,
+            "topk_group": 1,
+        },
+    ),
+    # vision-language models' language side over text only (a tiny vision tower unused): multimodal
+    # rotary (M-RoPE) with positions from get_rope_index
+    "qwen2_5_vl": ("Qwen2_5_VLConfig", "Qwen2_5_VLForConditionalGeneration", {**VL, "text_config": VL_TEXT}),
+    "qwen3_vl": (
+        "Qwen3VLConfig",
+        "Qwen3VLForConditionalGeneration",  # interleaved M-RoPE, q/k RMSNorm
+        {
+            **VL,
+            "text_config": {**VL_TEXT, "head_dim": 16},
+            "vision_config": {**VL["vision_config"], "deepstack_visual_indexes": [0]},
+        },
+    ),
+    # hybrids and recurrent models (RECURRENT)
+    "qwen3_5": (
+        "Qwen3_5TextConfig",
+        "Qwen3_5ForCausalLM",  # Qwen3.5: gated DeltaNet then gated full attention, dense
+        {
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "linear_num_key_heads": 2,
+            "linear_num_value_heads": 4,
+            "linear_key_head_dim": 16,
+            "linear_value_head_dim": 16,
+            "linear_conv_kernel_dim": 4,
+            "layer_types": ["linear_attention", "full_attention"],
+        },
+    ),
+    "olmo_hybrid": ("OlmoHybridConfig", "OlmoHybridForCausalLM", {"num_key_value_heads": 2}),  # DeltaNet + attention
+    "kimi_linear": (
+        "KimiLinearConfig",
+        "KimiLinearForCausalLM",  # Kimi delta attention, then MLA; a dense then an MoE layer
+        {
+            **MOE,
+            **MLA,
+            "q_lora_rank": None,
+            "num_key_value_heads": 4,
+            "num_local_experts": 4,
+            "n_shared_experts": 1,
+            "moe_intermediate_size": 32,
+            "n_group": 1,
+            "topk_group": 1,
+            "layer_types": ["linear_attention", "full_attention"],
+            "mlp_layer_types": ["dense", "sparse"],
+            "linear_head_dim": 16,
+            "linear_num_heads": 4,
+            "linear_conv_kernel_dim": 4,
+        },
+    ),
+    "nemotron_h": (
+        "NemotronHConfig",
+        "NemotronHForCausalLM",  # Nemotron 3: Mamba-2, MoE (with a latent-free shared expert) and attention blocks
+        {
+            "num_hidden_layers": None,
+            "layers_block_type": ["linear_attention", "moe", "full_attention", "moe"],
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "mamba_num_heads": 8,
+            "mamba_head_dim": 16,
+            "ssm_state_size": 16,
+            "n_groups": 1,
+            "chunk_size": 8,
+            **MOE,
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "moe_intermediate_size": 32,
+            "moe_shared_expert_intermediate_size": 64,
+            "n_group": 1,
+            "topk_group": 1,
+        },
+    ),
+    "lfm2_moe": (
+        "Lfm2MoeConfig",
+        "Lfm2MoeForCausalLM",  # LFM2's short convolutions and attention, a dense then an MoE layer
+        {
+            **MOE,
+            "num_key_value_heads": 2,
+            "num_experts": 4,
+            "moe_intermediate_size": 32,
+            "num_dense_layers": 1,
+            "layer_types": ["conv", "full_attention"],
+        },
+    ),
+    "rwkv": (
+        "RwkvConfig",
+        "RwkvForCausalLM",  # RWKV-4 time mixing (a WKV loop over the sequence), channel mixing
+        {"num_attention_heads": None, "intermediate_size": None, "attention_hidden_size": 64, "context_length": 128},
+    ),
+    "xlstm": ("xLSTMConfig", "xLSTMForCausalLM", {}),  # mLSTM blocks (chunked matrix memory)
+    "qwen3_next": (
+        "Qwen3NextConfig",
+        "Qwen3NextForCausalLM",  # gated DeltaNet (chunked delta rule, causal conv) then gated full attention; MoE
+        {
+            **MOE,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "num_experts": 4,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 64,
+            "linear_num_key_heads": 2,
+            "linear_num_value_heads": 4,
+            "linear_key_head_dim": 16,
+            "linear_value_head_dim": 16,
+            "linear_conv_kernel_dim": 4,
+            "layer_types": ["linear_attention", "full_attention"],
+        },
+    ),
+    "falcon_h1": (
+        "FalconH1Config",
+        "FalconH1ForCausalLM",  # attention and Mamba-2 side by side in every layer, muP multipliers
+        {
+            "num_key_value_heads": 2,
+            "mamba_d_ssm": 64,
+            "mamba_n_heads": 4,
+            "mamba_d_head": 16,
+            "mamba_n_groups": 1,
+            "mamba_d_state": 16,
+            "mamba_chunk_size": 8,
+        },
+    ),
+    "bamba": (
+        "BambaConfig",
+        "BambaForCausalLM",  # a Mamba-2 layer then an attention one
+        {
+            "num_key_value_heads": 2,
+            "attn_layer_indices": [1],
+            "mamba_n_heads": 8,
+            "mamba_d_head": 16,
+            "mamba_n_groups": 1,
+            "mamba_d_state": 16,
+            "mamba_chunk_size": 8,
+        },
+    ),
+    "granite4": (
+        "GraniteMoeHybridConfig",
+        "GraniteMoeHybridForCausalLM",  # Granite 4.0-H: a Mamba-2 layer, an attention one (NoPE), MoE and shared MLP
+        {
+            **MOE,
+            "num_key_value_heads": 2,
+            "num_local_experts": 4,
+            "intermediate_size": 64,
+            "shared_intermediate_size": 64,
+            "layer_types": ["mamba", "attention"],
+            "mamba_n_heads": 8,
+            "mamba_d_head": 16,
+            "mamba_n_groups": 1,
+            "mamba_d_state": 16,
+            "mamba_chunk_size": 8,
+        },
+    ),
+    "jamba": (
+        "JambaConfig",
+        "JambaForCausalLM",  # a Mamba layer then an attention one with MoE
+        {
+            **MOE,
+            "num_key_value_heads": 2,
+            "num_experts": 4,
+            "expert_layer_period": 2,
+            "expert_layer_offset": 1,
+            "attn_layer_period": 2,
+            "attn_layer_offset": 1,
+            "mamba_d_state": 8,
+            "mamba_dt_rank": 8,
+        },
+    ),
+    "zamba2": (
+        "Zamba2Config",
+        "Zamba2ForCausalLM",  # Mamba-2 layers with a shared attention block (LoRA adapters) in the hybrid one
+        {
+            "num_key_value_heads": 4,
+            "layers_block_type": ["mamba", "hybrid"],
+            "mamba_d_state": 16,
+            "n_mamba_heads": 8,
+            "mamba_ngroups": 1,
+            "chunk_size": 8,
+            "num_mem_blocks": 1,
+            "adapter_rank": 8,
+        },
+    ),
+    "lfm2": (
+        "Lfm2Config",
+        "Lfm2ForCausalLM",  # LFM2: gated short convolutions, then an attention layer (q/k RMSNorm)
+        {"num_key_value_heads": 2, "layer_types": ["conv", "full_attention"], "block_auto_adjust_ff_dim": False},
+    ),
+    "minimax": (
+        "MiniMaxConfig",
+        "MiniMaxForCausalLM",  # lightning (linear) attention in blocks, then softmax attention; MoE
+        {
+            **MOE,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "num_local_experts": 4,
+            "block_size": 8,
+            "layer_types": ["linear_attention", "full_attention"],
+        },
+    ),
+    "recurrent_gemma": (
+        "RecurrentGemmaConfig",
+        "RecurrentGemmaForCausalLM",  # Griffin: RG-LRU recurrent block (a scan), then local attention
+        {
+            "num_key_value_heads": 1,
+            "lru_width": 64,
+            "attention_window_size": 8,
+            "conv1d_width": 4,
+            "block_types": ["recurrent", "attention"],
+        },
+    ),
+    "mamba": (
+        "MambaConfig",
+        "MambaForCausalLM",  # selective scan (a loop over the sequence)
+        {"intermediate_size": None, "num_attention_heads": None, "state_size": 8, "time_step_rank": 8},
+    ),
+    "falcon_mamba": (
+        "FalconMambaConfig",
+        "FalconMambaForCausalLM",  # Mamba with RMSNorm on B, C and dt
+        {"intermediate_size": None, "num_attention_heads": None, "state_size": 8, "time_step_rank": 8},
+    ),
+    "mamba2": (
+        "Mamba2Config",
+        "Mamba2ForCausalLM",  # chunked SSD scan, gated RMSNorm
+        {
+            "intermediate_size": None,
+            "num_attention_heads": None,
+            "num_heads": 8,
+            "head_dim": 16,
+            "state_size": 16,
+            "n_groups": 1,
+            "chunk_size": 8,
+        },
+    ),
 }
+# DECODERS whose cache holds a recurrent state (no {family}_kv_*)
+RECURRENT = (
+    "qwen3_next",
+    "falcon_h1",
+    "bamba",
+    "granite4",
+    "jamba",
+    "zamba2",
+    "lfm2",
+    "minimax",
+    "recurrent_gemma",
+    "mamba",
+    "falcon_mamba",
+    "mamba2",
+    "qwen3_5",
+    "olmo_hybrid",
+    "kimi_linear",
+    "nemotron_h",
+    "lfm2_moe",
+    "rwkv",
+    "xlstm",
+)
 
 
 def decoder_model(family: str, attention: str = "eager") -> nn.Module:
@@ -754,19 +1409,22 @@ def export_decoder(
 
 
 @contextmanager
-def llama4_real_rotary():
-    """Llama 4's rotary embedding in real arithmetic while exporting: transformers computes it
-    in complex numbers (torch.polar, view_as_complex), which neither exporter translates
-    (TorchScript: no aten::polar; dynamo: no complex aten::unsqueeze).  The same rotation of
-    interleaved pairs, (cos, sin) stacked in a last axis in place of a complex tensor."""
-    from transformers.models.llama4 import modeling_llama4 as module
+def real_rotary(model_type: str = "llama4", rotary: str = "Llama4TextRotaryEmbedding", heads_first: bool = False):
+    """A rotary embedding computed in complex numbers (Llama 4's, DeepSeek-V2's: torch.polar,
+    view_as_complex), which neither exporter translates (TorchScript: no aten::polar; dynamo:
+    no complex aten::unsqueeze), in real arithmetic while exporting: the same rotation of
+    interleaved pairs, (cos, sin) stacked in a last axis in place of a complex tensor.  q and k
+    are (batch, seq, heads, dim) unless heads_first."""
+    module = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+    embedding = getattr(module, rotary)
 
-    def rotary(self, x, position_ids):
+    def forward(self, x, position_ids):
         freqs = position_ids[..., None].float() * self.inv_freq.to(device=x.device, dtype=torch.float)
         return torch.stack([freqs.cos(), freqs.sin()], -1) * self.attention_scaling
 
     def apply(xq, xk, freqs):
-        cos, sin = freqs[:, :, None, :, 0], freqs[:, :, None, :, 1]
+        freqs = freqs[:, None] if heads_first else freqs[:, :, None]
+        cos, sin = freqs[..., 0], freqs[..., 1]
 
         def rotate(x):
             pairs = x.float().reshape(*x.shape[:-1], -1, 2)
@@ -775,17 +1433,22 @@ def llama4_real_rotary():
 
         return rotate(xq), rotate(xk)
 
-    saved = module.Llama4TextRotaryEmbedding.forward, module.apply_rotary_emb
-    module.Llama4TextRotaryEmbedding.forward, module.apply_rotary_emb = rotary, apply
+    saved = embedding.forward, module.apply_rotary_emb
+    embedding.forward, module.apply_rotary_emb = forward, apply
     try:
         yield
     finally:
-        module.Llama4TextRotaryEmbedding.forward, module.apply_rotary_emb = saved
+        embedding.forward, module.apply_rotary_emb = saved
 
 
 def export_llama4(out: Path, **arguments) -> None:
-    with llama4_real_rotary():
+    with real_rotary():
         export_decoder(out, "llama4", **arguments)
+
+
+def export_deepseek_v2(out: Path, **arguments) -> None:
+    with real_rotary("deepseek_v2", "DeepseekV2RotaryEmbedding", heads_first=True):
+        export_decoder(out, "deepseek_v2", **arguments)
 
 
 def export_step(
@@ -925,9 +1588,63 @@ SEQ2SEQ_DECODERS = {
         CROSS,
         {**MOONSHINE_SIZE, "use_cache": True},  # as Whisper's: no aten::diff
     ),
+    # corpus 8
+    "led_dec": (
+        "LEDConfig",
+        "LEDModel",  # BART's decoder (the Longformer attention is the encoder's)
+        CROSS,
+        {
+            **BART_SIZE,
+            "max_position_embeddings": None,
+            "max_encoder_position_embeddings": 64,
+            "max_decoder_position_embeddings": 64,
+            "attention_window": 8,
+        },
+    ),
+    "prophetnet_dec": (
+        "ProphetNetConfig",
+        "ProphetNetModel",  # n-gram (2) streams, bucketed relative positions in both streams
+        CROSS,
+        {
+            "vocab_size": 128,
+            "hidden_size": 64,
+            "encoder_ffn_dim": 128,
+            "decoder_ffn_dim": 128,
+            "num_encoder_layers": 2,
+            "num_decoder_layers": 2,
+            "num_encoder_attention_heads": 4,
+            "num_decoder_attention_heads": 4,
+            "max_position_embeddings": 64,
+            "ngram": 2,
+            "num_buckets": 8,
+            "relative_max_distance": 16,
+            "pad_token_id": 0,
+            "bos_token_id": 1,
+            "eos_token_id": 2,
+            "decoder_start_token_id": 1,
+        },
+    ),
+    "musicgen_dec": (
+        "MusicgenDecoderConfig",
+        "MusicgenModel",  # sinusoidal positions, summed codebook embeddings (1 codebook here), GELU
+        CROSS,
+        {
+            "vocab_size": 128,
+            "hidden_size": 64,
+            "ffn_dim": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "max_position_embeddings": 64,
+            "num_codebooks": 1,
+            "pad_token_id": 0,
+            "bos_token_id": 1,
+            "eos_token_id": 2,
+            "use_cache": True,
+        },
+    ),
 }
 # the SEQ2SEQ_DECODERS also exported as {family}_kv_*
-SEQ2SEQ_KV = ("whisper_dec", "bart_dec", "t5_dec", "umt5_dec", "m2m100_dec", "moonshine_dec")
+SEQ2SEQ_KV = ("whisper_dec", "bart_dec", "t5_dec", "umt5_dec", "m2m100_dec", "moonshine_dec", "led_dec", "musicgen_dec")
 
 
 def export_seq2seq_decoder(out: Path, family: str, kv: bool = False, variants: tuple[str, ...] = STANDARD) -> None:
@@ -1242,6 +1959,49 @@ ENCODERS = {
         "LukeModel",  # RoBERTa words; no entity inputs
         TEXT3,
         {"entity_vocab_size": 16, "entity_emb_size": 32},
+    ),
+    # corpus 8
+    "longformer": (
+        "LongformerConfig",
+        "LongformerModel",  # sliding-window (8) attention over chunks, global attention from the mask
+        TEXT3,
+        {"attention_window": 8, "pad_token_id": 1, "sep_token_id": 2},
+    ),
+    "splinter": ("SplinterConfig", "SplinterModel", TEXT3, {}),  # BERT
+    "roc_bert": (
+        "RoCBertConfig",
+        "RoCBertModel",  # shape and pronunciation embeddings concatenated and mapped (ids default to the tokens')
+        TEXT3,
+        {
+            "pronunciation_vocab_size": 128,
+            "shape_vocab_size": 128,
+            "pronunciation_embed_dim": 16,
+            "shape_embed_dim": 16,
+        },
+    ),
+    "yoso": (
+        "YosoConfig",
+        "YosoModel",  # LSH-expected attention (acos of normalized scores), a conv over the values
+        TEXT3,
+        {"use_expectation": True, "conv_window": 3, "type_vocab_size": 2},  # the default 1 refuses type id 1
+    ),
+    "mra": (
+        "MraConfig",
+        "MraModel",  # multi-resolution attention (at 16 tokens: its full-attention path)
+        TEXT3,
+        {"block_per_row": 2, "type_vocab_size": 2},
+    ),
+    "xmod": (
+        "XmodConfig",
+        "XmodModel",  # per-language bottleneck adapters (the default language's)
+        TEXT3,
+        {"languages": ["en_XX", "de_DE"], "default_language": "en_XX", "adapter_reduction_factor": 4},
+    ),
+    "eurobert": (
+        "EuroBertConfig",
+        "EuroBertModel",  # a bidirectional Llama: RMSNorm, rotary, SwiGLU, GQA
+        ["input_ids", "attention_mask"],
+        {"num_key_value_heads": 2, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "mask_token_id": 3},
     ),
 }
 
@@ -1841,6 +2601,16 @@ SETTINGS = {
         ["wav2vec2", "hubert", "speecht5_enc", "olmo3", "ernie4_5", "cohere2", "glm4", "gpt_oss", "llama4"]
         + ["moonshine_dec"],
     ),
+    # the same of corpus 8's decoders (hybrids included), encoders, vision towers, video, speech
+    # and seq2seq decoders (their SETTING_SOURCES are added after the corpus 8 EXPORTS)
+    "dynamo_dynamic_8": (
+        "dynamo_dynamic",
+        ["phi4_mini", "ministral3", "gemma4", "dots1", "glm4_moe", "ernie4_5_moe", "afmoe", "mistral4"]
+        + ["qwen2_5_vl", "qwen3_next", "qwen3_5", "falcon_h1", "granite4", "nemotron_h", "lfm2", "mamba2"]
+        + ["eurobert", "roc_bert", "xmod", "dinov3_vit", "aimv2_vision", "internvl_vision", "videomae"]
+        + ["vivit", "timesformer", "wav2vec2_conformer", "wav2vec2_bert", "parakeet_enc", "dac_enc"]
+        + ["led_dec", "musicgen_dec"],
+    ),
 }
 
 
@@ -1882,6 +2652,7 @@ EXPORTS = {
     "gpt_bigcode": lambda out: export_decoder(out, "gpt_bigcode"),
     "opt": lambda out: export_decoder(out, "opt"),
     "llama4": export_llama4,
+    "deepseek_v2": export_deepseek_v2,
     "roberta": lambda out: (export_encoder(out, "roberta"), export_encoder(out, "roberta", "sdpa", "roberta_sdpa")),
     "xlm_roberta": lambda out: export_encoder(out, "xlm_roberta"),
     "electra": lambda out: export_encoder(out, "electra"),
@@ -2303,7 +3074,370 @@ EXPORTS.update(
         "clap_audio": export_clap_audio,
     }
 )
-EXPORTS.update({f: partial(export_decoder, family=f) for f in DECODERS if f not in EXPORTS})
+# ---- corpus 8: video, newer vision towers, detection, audio codecs -----------------------------
+
+
+class CodecEncoder(nn.Module):
+    """A neural audio codec's encode(input_values) -> one of its outputs (audio_codes unless told)."""
+
+    def __init__(self, inner: nn.Module, output: str = "audio_codes") -> None:
+        super().__init__()
+        self.inner, self.output = inner, output
+
+    def forward(self, input_values):
+        return getattr(self.inner.encode(input_values), self.output)
+
+
+def export_codec(
+    out: Path,
+    prefix: str,
+    config_name: str,
+    model_name: str,
+    output: str = "audio_codes",
+    variants: tuple[str, ...] = STANDARD,
+    **arguments,
+) -> None:
+    """A codec's encoder (and quantizer) over (batch, 1, 1600 samples) of mono audio, dynamic batch
+    and length."""
+    import transformers
+
+    model = getattr(transformers, model_name)(transformers_config(config_name, **arguments))
+    names = ["input_values"]
+    axes = {"input_values": {0: "batch", 2: "samples"}}
+    model = CodecEncoder(model, output).eval()
+    export_variants(model, (torch.randn(1, 1, 1600),), names, axes, out, prefix, 18, variants)
+
+
+def export_features(
+    out: Path,
+    prefix: str,
+    model: nn.Module,
+    frames: int,
+    bins: int,
+    name: str = "input_features",
+    variants: tuple[str, ...] = STANDARD,
+) -> None:
+    """An encoder over (batch, frames, bins) features (audio features unless told), dynamic
+    batch and frames."""
+    axes = {name: {0: "batch", 1: "frames"}}
+    export_variants(model, (torch.randn(1, frames, bins),), [name], axes, out, prefix, 18, variants)
+
+
+VIDEO = torch.Generator().manual_seed(0)  # the video clips' draws leave the global RNG alone
+
+
+def video(frames: int = 4, size: int = 32) -> torch.Tensor:
+    """(1, frames, 3, size, size) random frames."""
+    return torch.randn(1, frames, 3, size, size, generator=VIDEO)
+
+
+EXPORTS.update(
+    {
+        # video transformers over (batch, 4 frames, 3, 32, 32) clips
+        "videomae": lambda out, variants=STANDARD: export_vision(
+            out,
+            "videomae",  # tubelets of 2 frames (a Conv3d), fixed sinusoidal positions
+            vision_model("VideoMAEConfig", "VideoMAEModel", **VIT_SIZE, num_frames=4, tubelet_size=2),
+            32,
+            pixel_values=video(),
+            variants=variants,
+        ),
+        "timesformer": lambda out, variants=STANDARD: export_vision(
+            out,
+            "timesformer",  # divided space-time attention (time then space per layer)
+            vision_model("TimesformerConfig", "TimesformerModel", **VIT_SIZE, num_frames=4),
+            32,
+            pixel_values=video(),
+            variants=variants,
+        ),
+        "vivit": lambda out, variants=STANDARD: export_vision(
+            out,
+            "vivit",  # tubelet embedding (a Conv3d), one joint space-time attention
+            vision_model(
+                "VivitConfig", "VivitModel", **{**VIT_SIZE, "patch_size": None}, num_frames=4, tubelet_size=[2, 8, 8]
+            ),
+            32,
+            pixel_values=video(),
+            variants=variants,
+        ),
+        # vision towers of 2025 multimodal models, 32x32
+        "pixtral_vision": lambda out, variants=STANDARD: export_vision(
+            out,
+            "pixtral_vision",  # 2-D rotary over patch rows and columns, RMSNorm, SwiGLU, per-image block mask
+            vision_model("PixtralVisionConfig", "PixtralVisionModel", ("pixel_values", "image_sizes"), **VIT_SIZE),
+            32,
+            image_sizes=torch.tensor([[32, 32]]),
+            variants=variants,
+        ),
+        "siglip2_vision": lambda out, variants=STANDARD: export_vision(
+            out,
+            "siglip2_vision",  # NaFlex: flattened patches, position embeddings resized to spatial_shapes
+            vision_model(
+                "Siglip2VisionConfig",
+                "Siglip2VisionModel",
+                ("pixel_values", "pixel_attention_mask", "spatial_shapes"),
+                **{**VIT_SIZE, "image_size": None},
+                num_patches=16,
+            ),
+            32,
+            pixel_values=torch.randn(1, 16, 3 * 8 * 8),
+            pixel_attention_mask=torch.ones(1, 16, dtype=torch.int64),
+            spatial_shapes=torch.tensor([[4, 4]]),
+            variants=variants,
+        ),
+        "aimv2_vision": lambda out, variants=STANDARD: export_vision(
+            out,
+            "aimv2_vision",  # RMSNorm, SwiGLU, no class token
+            vision_model("Aimv2VisionConfig", "Aimv2VisionModel", **VIT_SIZE),
+            32,
+            variants=variants,
+        ),
+        "dinov3_vit": lambda out, variants=STANDARD: export_vision(
+            out,
+            "dinov3_vit",  # 2-D rotary on patches (not on the class and register tokens), layer scale
+            vision_model("DINOv3ViTConfig", "DINOv3ViTModel", **VIT_SIZE, num_register_tokens=2),
+            32,
+            variants=variants,
+        ),
+        "metaclip2_vision": lambda out, variants=STANDARD: export_vision(
+            out,
+            "metaclip2_vision",
+            vision_model("MetaClip2VisionConfig", "MetaClip2VisionModel", **VIT_SIZE),
+            32,
+            variants=variants,
+        ),
+        "internvl_vision": lambda out, variants=STANDARD: export_vision(
+            out,
+            "internvl_vision",  # InternViT: q/k RMSNorm, layer scale
+            vision_model(
+                "InternVLVisionConfig",
+                "InternVLVisionModel",
+                **{**VIT_SIZE, "image_size": [32, 32], "patch_size": [8, 8]},
+                use_qk_norm=True,
+                norm_type="rms_norm",
+            ),
+            32,
+            variants=variants,
+        ),
+        "smolvlm_vision": lambda out, variants=STANDARD: export_vision(
+            out,
+            "smolvlm_vision",  # SigLIP's tower with bucketized position ids
+            vision_model("SmolVLMVisionConfig", "SmolVLMVisionTransformer", **VIT_SIZE),
+            32,
+            variants=variants,
+        ),
+        "qwen2_5_vl_vision": lambda out, variants=STANDARD: export_variants(
+            vision_model(  # patches as rows, 2-D rotary, windowed and full attention, a 2x2 patch merger
+                "Qwen2_5_VLVisionConfig",
+                "Qwen2_5_VisionTransformerPretrainedModel",
+                ("hidden_states", "grid_thw"),
+                depth=2,
+                hidden_size=64,
+                out_hidden_size=64,
+                num_heads=4,
+                intermediate_size=128,
+                patch_size=8,
+                fullatt_block_indexes=[1],
+                window_size=32,
+            ),
+            (torch.randn(16, 3 * 2 * 8 * 8), torch.tensor([[1, 4, 4]])),  # a 32x32 image: 4x4 patches of 2 frames
+            ["hidden_states", "grid_thw"],
+            {"hidden_states": {0: "patches"}},
+            out,
+            "qwen2_5_vl_vision",
+            18,
+            variants,
+        ),
+        # conv nets and detection at 64x64 through export_convnet
+        "dinov3_convnext": lambda out, variants=STANDARD: export_convnet(
+            out,
+            "dinov3_convnext",
+            vision_model("DINOv3ConvNextConfig", "DINOv3ConvNextModel", hidden_sizes=[16, 32], depths=[1, 1]),
+            variants=variants,
+        ),
+        "hgnet_v2": lambda out, variants=STANDARD: export_convnet(
+            out,
+            "hgnet_v2",  # D-FINE's backbone: learnable affine blocks, light (depthwise) blocks, aggregation
+            vision_model(
+                "HGNetV2Config",
+                "HGNetV2Backbone",
+                output="feature_maps",
+                stem_channels=[3, 16, 16],
+                stage_in_channels=[16, 32],
+                stage_mid_channels=[16, 16],
+                stage_out_channels=[32, 64],
+                stage_num_blocks=[1, 1],
+                stage_downsample=[False, True],
+                stage_light_block=[False, True],
+                stage_kernel_size=[3, 5],
+                stage_numb_of_layers=[2, 2],
+                depths=[1, 1],
+                hidden_sizes=[32, 64],
+                out_features=["stage2"],
+                use_learnable_affine_block=True,
+            ),
+            variants=variants,
+        ),
+        "dab_detr": lambda out, variants=STANDARD: export_convnet(
+            out,
+            "dab_detr",  # DETR with dynamic anchor boxes as queries, modulated positional attention
+            vision_model("DabDetrConfig", "DabDetrModel", **{**DETR_SIZE, "d_model": None}, hidden_size=64),
+            variants=variants,
+        ),
+        "deformable_detr": lambda out, variants=STANDARD: export_convnet(
+            out,
+            "deformable_detr",  # multi-scale deformable attention (grid_sample) over one feature level
+            vision_model(
+                "DeformableDetrConfig",
+                "DeformableDetrModel",
+                **DETR_SIZE,
+                num_feature_levels=1,
+                encoder_n_points=2,
+                decoder_n_points=2,
+                disable_custom_kernels=True,
+            ),
+            variants=variants,
+        ),
+        # audio
+        "wav2vec2_conformer": lambda out, variants=STANDARD: export_audio(
+            out,
+            "wav2vec2_conformer",  # conformer blocks (macaron FFNs, depthwise conv module), relative positions
+            "Wav2Vec2ConformerConfig",
+            "Wav2Vec2ConformerModel",
+            conv_depthwise_kernel_size=7,
+            variants=variants,
+        ),
+        "wav2vec2_conformer_rotary": lambda out, variants=STANDARD: export_audio(
+            out,
+            "wav2vec2_conformer_rotary",
+            "Wav2Vec2ConformerConfig",
+            "Wav2Vec2ConformerModel",
+            conv_depthwise_kernel_size=7,
+            position_embeddings_type="rotary",
+            variants=variants,
+        ),
+        "wav2vec2_bert": lambda out, variants=STANDARD: export_features(
+            out,
+            "wav2vec2_bert",  # w2v-BERT 2.0: conformer over (batch, frames, 32) features, relative_key attention
+            vision_model(
+                "Wav2Vec2BertConfig",
+                "Wav2Vec2BertModel",
+                ("input_features",),
+                hidden_size=64,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                intermediate_size=128,
+                feature_projection_input_dim=32,
+                conv_depthwise_kernel_size=7,
+                left_max_position_embeddings=16,
+                right_max_position_embeddings=4,
+            ),
+            20,
+            32,
+            variants=variants,
+        ),
+        "parakeet_enc": lambda out, variants=STANDARD: export_features(
+            out,
+            "parakeet_enc",  # FastConformer: strided conv subsampling (8x), relative positions, conv modules
+            vision_model(
+                "ParakeetEncoderConfig",
+                "ParakeetEncoder",
+                ("input_features",),
+                hidden_size=64,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                intermediate_size=128,
+                num_mel_bins=16,
+                subsampling_conv_channels=16,
+                conv_kernel_size=9,
+            ),
+            64,
+            16,
+            variants=variants,
+        ),
+        "perceiver": lambda out, variants=STANDARD: export_features(
+            out,
+            "perceiver",  # cross-attention from 8 latents to the inputs, latent self-attention
+            vision_model(
+                "PerceiverConfig",
+                "PerceiverModel",
+                ("inputs",),
+                num_latents=8,
+                d_latents=64,
+                d_model=32,
+                num_blocks=1,
+                num_self_attends_per_block=2,
+                num_self_attention_heads=4,
+                num_cross_attention_heads=1,
+            ),
+            16,
+            32,
+            "inputs",
+            variants=variants,
+        ),
+        "encodec_enc": lambda out, variants=STANDARD: export_codec(
+            out,
+            "encodec_enc",  # SEANet convs, an LSTM, residual vector quantization (2 codebooks) to codes
+            "EncodecConfig",
+            "EncodecModel",
+            sampling_rate=1600,
+            target_bandwidths=[4.0],
+            hidden_size=32,
+            num_filters=8,
+            upsampling_ratios=[4, 2],
+            codebook_size=64,
+            codebook_dim=32,
+            variants=variants,
+        ),
+        "dac_enc": lambda out, variants=STANDARD: export_codec(
+            out,
+            "dac_enc",  # Snake activations, weight-normed convs, factorized RVQ (quantized latents)
+            "DacConfig",
+            "DacModel",
+            output="quantized_representation",
+            encoder_hidden_size=8,
+            downsampling_ratios=[2, 4],
+            decoder_hidden_size=16,
+            n_codebooks=2,
+            codebook_size=64,
+            codebook_dim=4,
+            variants=variants,
+        ),
+        "mimi_enc": lambda out, variants=STANDARD: export_codec(
+            out,
+            "mimi_enc",  # SEANet convs, a causal transformer, a strided conv down to the frame rate, split RVQ
+            "MimiConfig",
+            "MimiModel",
+            sampling_rate=1600,
+            frame_rate=100,
+            hidden_size=32,
+            num_filters=8,
+            upsampling_ratios=[4, 2],
+            num_hidden_layers=2,
+            intermediate_size=64,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            head_dim=8,
+            codebook_size=64,
+            codebook_dim=32,
+            num_quantizers=2,
+            num_semantic_quantizers=1,
+            vector_quantization_hidden_dimension=32,
+            sliding_window=16,
+            max_position_embeddings=128,
+            upsample_groups=32,
+            variants=variants,
+        ),
+    }
+)
+# dynamo_dynamic_8's sources: DECODERS, ENCODERS, SEQ2SEQ_DECODERS, else the corpus 8 EXPORTS
+# above (they take variants=)
+CORPUS8_DYNAMIC = SETTINGS["dynamo_dynamic_8"][1]
+SETTING_SOURCES.update({f: partial(export_decoder, family=f, kv=False) for f in CORPUS8_DYNAMIC if f in DECODERS})
+SETTING_SOURCES.update({f: partial(export_encoder, family=f) for f in CORPUS8_DYNAMIC if f in ENCODERS})
+SETTING_SOURCES.update({f: partial(export_seq2seq_decoder, family=f) for f in CORPUS8_DYNAMIC if f in SEQ2SEQ_DECODERS})
+SETTING_SOURCES.update({f: EXPORTS[f] for f in CORPUS8_DYNAMIC if f not in SETTING_SOURCES})
+EXPORTS.update({f: partial(export_decoder, family=f, kv=f not in RECURRENT) for f in DECODERS if f not in EXPORTS})
 EXPORTS.update({f: partial(export_seq2seq_decoder, family=f, kv=f in SEQ2SEQ_KV) for f in SEQ2SEQ_DECODERS})
 EXPORTS.update({f: partial(export_encoder, family=f) for f in ENCODERS if f not in EXPORTS})
 EXPORTS.update({s: partial(export_setting, setting=s) for s in SETTINGS})

@@ -292,7 +292,7 @@ def _windowed_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto | 
     dims = list(current)
     for axis in range(spatial):
         have, size = current[axis + 2], source[axis + 2]
-        if _is_known(have) or not _is_known(size) or strides[axis] <= 0:
+        if _is_known(have) or size is None or not _is_known(size) or strides[axis] <= 0:
             continue
         reach = dilations[axis] * (kernel[axis] - 1) + 1
         try:
