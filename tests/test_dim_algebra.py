@@ -186,3 +186,12 @@ def test_a_flattened_batch_and_sequence_is_their_product():
     assert shape_of(types["f"]) == ["batch*seq", 64]
     assert not is_known_dim(shape_of(types["y"])[0])  # batch*seq / 3 is no dim anyone named
     assert shape_of(types["z"]) == ["batch", 4, "16*seq"]
+
+
+def test_a_hostile_dim_name_costs_little():
+    deep = "(" * 100_000 + "a" + ")" * 100_000
+    assert canonical_dim(deep) == deep  # too long to read: one opaque name
+    wide = "*".join(f"(a{i} + b{i})" for i in range(12))  # 4096 terms multiplied out
+    assert canonical_dim(wide) == wide
+    with pytest.raises(EvalFailure):
+        dim_product([f"a{i} + b{i}" for i in range(12)])

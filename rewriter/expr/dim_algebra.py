@@ -29,6 +29,10 @@ Poly = dict[Monomial, int]
 
 _PLAIN = re.compile(r"[A-Za-z_][\w.]*")  # an ordinary name: itself, no parsing needed
 _UNKNOWN = ("unk__", "?")
+# bounds, so that a hostile dim_param costs little: a longer name is read whole, and a
+# product with more terms (sums multiplied out) is unknown
+MAX_TEXT = 256
+MAX_TERMS = 64
 
 
 def is_unknown_atom(atom: str) -> bool:
@@ -46,11 +50,11 @@ def poly_of(d: int | str) -> Poly:
 def _parsed(d: str) -> tuple[tuple[Monomial, int], ...]:
     if is_unknown_atom(d):
         raise EvalFailure("arithmetic on an unknown dim")
-    if _PLAIN.fullmatch(d):
+    if _PLAIN.fullmatch(d) or len(d) > MAX_TEXT:
         return (((d,), 1),)
     try:
         poly = _Parser(d).expression_only()
-    except _NotAnExpression:
+    except (_NotAnExpression, _TooLarge):
         return (((d,), 1),)  # an opaque name
     return tuple(poly.items())
 
@@ -97,6 +101,8 @@ def add(a: Poly, b: Poly, scale: int = 1) -> Poly:
 
 
 def multiply(a: Poly, b: Poly) -> Poly:
+    if len(a) * len(b) > MAX_TERMS:
+        raise _TooLarge("a product of dims with too many terms")
     out: Poly = {}
     for ma, ka in a.items():
         for mb, kb in b.items():
@@ -155,6 +161,10 @@ def floor_divide(a: Poly, k: int) -> Poly:
 
 class _NotAnExpression(Exception):
     pass
+
+
+class _TooLarge(EvalFailure):
+    """A product past MAX_TERMS: unknown in arithmetic, an opaque name when read."""
 
 
 _TOKEN = re.compile(r"\s*(//|\d+(?![\w.])|[()+*]|-|[^\s()+*/]+)")
