@@ -784,12 +784,16 @@ def test_embed_layer_norm_fusion(shared_sum):
     assert ops(after) == {"EmbedLayerNormalization": 1, "Cast": 2, "Mod": 2}
 
 
-def rotary_graph(equal_halves=True):
-    """q [1, 2, 4, 8] * cos + Concat(-q2, q1) * sin, cos/sin [1, 1, 4, 8] constants."""
+def rotary_graph(equal_halves=True, heads_last=False):
+    """q [1, 2, 4, 8] * cos + Concat(-q2, q1) * sin, cos/sin [1, 1, 4, 8] constants; heads
+    last (Gemma 3n/4 rotate before transposing the heads): q [1, 4, 2, 8], cos [1, 4, 1, 8]."""
     angles = np.outer(np.arange(4), 1.0 / 10000 ** (np.arange(0, 8, 2) / 8)).astype(np.float32)
     second = angles if equal_halves else angles * 2
     cos = np.cos(np.concatenate([angles, second], -1))[None, None]
     sin = np.sin(np.concatenate([angles, second], -1))[None, None]
+    shape = [1, 2, 4, 8]
+    if heads_last:
+        cos, sin, shape = cos.transpose(0, 2, 1, 3), sin.transpose(0, 2, 1, 3), [1, 4, 2, 8]
     nodes = [
         helper.make_node("Mul", ["q", "cos"], ["a"]),
         helper.make_node("Split", ["q", "sp"], ["q1", "q2"], axis=3),
@@ -799,7 +803,7 @@ def rotary_graph(equal_halves=True):
         helper.make_node("Add", ["a", "b"], ["y"]),
     ]
     inits = [init("cos", cos), init("sin", sin), init("sp", np.array([4, 4], np.int64))]
-    return model(nodes, [tensor("q", F, [1, 2, 4, 8])], [tensor("y", F, [1, 2, 4, 8])], inits)
+    return model(nodes, [tensor("q", F, shape)], [tensor("y", F, shape)], inits)
 
 
 def test_half_split_rotary_becomes_rotary_embedding():
@@ -811,6 +815,39 @@ def test_half_split_rotary_becomes_rotary_embedding():
 
 def test_rotary_with_unequal_halves_is_left():
     check(rotary_graph(equal_halves=False), "RotaryEmbeddingHalfSplit", False)
+
+
+def test_half_split_rotary_on_heads_last_q_rotates_the_merged_heads():
+    after = check(rotary_graph(heads_last=True), "RotaryEmbeddingHalfSplitHeadsLast", True)
+    (rotary,) = [n for n in after.graph.node if n.op_type == "RotaryEmbedding"]
+    assert helper.get_attribute_value(rotary.attribute[[a.name for a in rotary.attribute].index("num_heads")]) == 2
+    check(rotary_graph(heads_last=True), "RotaryEmbeddingHalfSplit", False)  # rows are not axis 2
+
+
+def test_half_split_rotary_of_computed_angles_on_heads_last_q():
+    """Gemma 4 with dynamic axes: Cos/Sin of Concat(f, f) unsqueezed at axis 2."""
+    nodes = [
+        helper.make_node("Concat", ["f", "f"], ["c"], axis=-1),
+        helper.make_node("Cos", ["c"], ["co"]),
+        helper.make_node("Sin", ["c"], ["si"]),
+        helper.make_node("Unsqueeze", ["co", "two"], ["cu"]),
+        helper.make_node("Unsqueeze", ["si", "two"], ["su"]),
+        helper.make_node("Mul", ["q", "cu"], ["a"]),
+        helper.make_node("Split", ["q", "sp"], ["q1", "q2"], axis=3),
+        helper.make_node("Neg", ["q2"], ["n"]),
+        helper.make_node("Concat", ["n", "q1"], ["r"], axis=-1),
+        helper.make_node("Mul", ["r", "su"], ["b"]),
+        helper.make_node("Add", ["a", "b"], ["y"]),
+    ]
+    inits = [init("two", np.array([2], np.int64)), init("sp", np.array([4, 4], np.int64))]
+    before = model(
+        nodes,
+        [tensor("q", F, ["batch", "seq", 2, 8]), tensor("f", F, [1, "seq", 4])],
+        [tensor("y", F, ["batch", "seq", 2, 8])],
+        inits,
+    )
+    after = check(before, "RotaryEmbeddingHalfSplitComputedHeadsLast", True)
+    assert "RotaryEmbedding" in ops(after) and "Neg" not in ops(after)
 
 
 def scaled_query_attention(bias: bool = False, scale: float | None = 1.0):
