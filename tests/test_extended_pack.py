@@ -1208,3 +1208,68 @@ def test_attention_with_a_sink_is_multi_head_attention_over_a_zero_key():
     after = check(sink_attention(), "MultiHeadAttentionSinkTransBFusion", True)
     assert ops(after)["MultiHeadAttention"] == 1 and ops(after)["Pad"] == 2
     check(sink_attention(1, 4), "MultiHeadAttentionSinkTransBFusion", False)  # drops another column
+
+
+def batched_heads_attention(mask: bool = True, zero_copy: bool = False) -> onnx.ModelProto:
+    """LED's decoder attention (torch bmm over heads folded into the batch): q [2, 3, 8]
+    and k, v [2, 5, 8], 2 heads of 4, viewed as [4, S, 4]; the mask added to the scores
+    viewed as [2, 2, 3, 5]."""
+    nodes = []
+    for name in ("q", "k", "v"):
+        nodes += [
+            helper.make_node("Reshape", [name, f"s_{name}"], [f"{name}4"]),
+            helper.make_node("Transpose", [f"{name}4"], [f"{name}t"], perm=[0, 2, 1, 3]),
+            helper.make_node(
+                "Reshape", [f"{name}t", "fold" if name != "k" or not zero_copy else "fold0"], [f"{name}3"]
+            ),
+        ]
+    nodes += [
+        helper.make_node("Transpose", ["k3"], ["kT"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q3", "kT"], ["scores"]),
+    ]
+    if mask:
+        nodes += [
+            helper.make_node("Reshape", ["scores", "unfold_scores"], ["s4"]),
+            helper.make_node("Add", ["s4", "mask"], ["masked"]),
+            helper.make_node("Reshape", ["masked", "fold_scores"], ["s3"]),
+        ]
+    nodes += [
+        helper.make_node("Softmax", ["s3" if mask else "scores"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v3"], ["o3"]),
+        helper.make_node("Reshape", ["o3", "unfold"], ["o4"]),
+        helper.make_node("Transpose", ["o4"], ["ot"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["ot", "merge"], ["y"]),
+    ]
+    mask_values = np.where(np.tril(np.ones((3, 5))) > 0, 0.0, -1e9).astype(np.float32)[None, None]
+    inits = [
+        init("s_q", np.array([2, 3, 2, 4], np.int64)),
+        init("s_k", np.array([2, 5, 2, 4], np.int64)),
+        init("s_v", np.array([2, -1, 2, 4], np.int64)),
+        init("fold", np.array([4, -1, 4], np.int64)),
+        init("fold0", np.array([0, -1, 4], np.int64)),  # a 0 copies the batch, 2, not 4
+        init("unfold_scores", np.array([2, 2, 3, 5], np.int64)),
+        init("fold_scores", np.array([4, 3, 5], np.int64)),
+        init("mask", np.repeat(mask_values, 2, axis=0)),
+        init("unfold", np.array([2, 2, 3, 4], np.int64)),
+        init("merge", np.array([2, 3, 8], np.int64)),
+    ]
+    return model(
+        nodes,
+        [tensor("q", F, [2, 3, 8]), tensor("k", F, [2, 5, 8]), tensor("v", F, [2, 5, 8])],
+        [tensor("y", F, [2, 3, 8])],
+        inits,
+    )
+
+
+@pytest.mark.parametrize("mask", [True, False])
+def test_attention_over_heads_folded_into_the_batch_is_multi_head_attention(mask):
+    before = batched_heads_attention(mask)
+    after = rewriter.optimize(before, level="extended").model
+    assert ops(after) == {"MultiHeadAttention": 1}
+    assert_same_outputs(before, after)
+
+
+def test_a_fold_that_copies_the_batch_is_not_attention():
+    before = batched_heads_attention(zero_copy=True)
+    after = rewriter.optimize(before, level="extended").model
+    assert "MultiHeadAttention" not in ops(after)

@@ -27,7 +27,7 @@ from ..errors import ArgumentError, expect
 from ..onnx_facts.nchwc import nchwc_block_size
 from . import budget
 from .dtypes import FLOAT_TYPES, from_numpy_dtype, to_numpy_dtype
-from .shape_values import shape_values
+from .shape_values import dim_product, shape_values
 from .values import EvalFailure, GraphFacts, Ref, materialize
 
 # Each value function tells the budget (budget.py) what it is about to make before making
@@ -446,6 +446,20 @@ def _concat(xs, axis=0):
     arrays = [_array(x) for x in xs]
     budget.charge(sum(a.nbytes for a in arrays), "a concatenation")
     return np.concatenate(arrays, axis=int(axis))
+
+
+@_value_fn(
+    "dim_times",
+    "a, b",
+    "value",
+    "the product of two dims as one dim: numbers multiply, a symbolic dim times a number or another dim "
+    "is the name dims() gives that product (a batch of heads: 4*batch); fails on an unknown dim",
+)
+def _dim_times(a, b):
+    for d in (a, b):
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer, str)):
+            raise EvalFailure(f"dim_times: {d!r} is not a dim")
+    return dim_product([int(a) if isinstance(a, np.integer) else a, int(b) if isinstance(b, np.integer) else b])
 
 
 @_value_fn("known", "xs", "bool", "every element of the list is a number (no symbolic or unknown dim)")
