@@ -1273,3 +1273,36 @@ def test_a_fold_that_copies_the_batch_is_not_attention():
     before = batched_heads_attention(zero_copy=True)
     after = rewriter.optimize(before, level="extended").model
     assert "MultiHeadAttention" not in ops(after)
+
+
+def test_attention_with_a_gate_on_each_heads_output_is_multi_head_attention():
+    """Laguna: softmax(q.k^T * scale + mask).v, heads moved back, times a per-head gate
+    [B, S, N, 1] before the heads are merged."""
+    nodes = [
+        helper.make_node("Transpose", ["k"], ["kT"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kT"], ["qk"]),
+        helper.make_node("Mul", ["qk", "scale"], ["s"]),
+        helper.make_node("Add", ["s", "mask"], ["masked"]),
+        helper.make_node("Softmax", ["masked"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["pv"]),
+        helper.make_node("Transpose", ["pv"], ["o"], perm=[0, 2, 1, 3]),
+        helper.make_node("Sigmoid", ["gate_in"], ["gate"]),
+        helper.make_node("Mul", ["o", "gate"], ["gated"]),
+        helper.make_node("Reshape", ["gated", "merge"], ["y"]),
+    ]
+    mask = np.where(np.tril(np.ones((3, 3))) > 0, 0.0, -1e9).astype(np.float32)[None, None]
+    inits = [init("scale", np.array(0.5, np.float32)), init("mask", mask), init("merge", np.array([0, 0, 8], np.int64))]
+    before = model(
+        nodes,
+        [
+            tensor("q", F, [2, 2, 3, 4]),
+            tensor("k", F, [2, 2, 3, 4]),
+            tensor("v", F, [2, 2, 3, 4]),
+            tensor("gate_in", F, [2, 3, 2, 1]),
+        ],
+        [tensor("y", F, [2, 3, 8])],
+        inits,
+    )
+    after = rewriter.optimize(before, level="extended").model
+    assert ops(after)["MultiHeadAttention"] == 1 and "Softmax" not in ops(after)
+    assert_same_outputs(before, after)
