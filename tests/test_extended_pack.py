@@ -682,7 +682,7 @@ def test_gemm_activation_fusion_is_cpu_only():
     assert ops(rewriter.optimize(before, level="extended", providers="CUDA").model) == {"Gemm": 1, "LeakyRelu": 1}
 
 
-def rms_norm_graph(opset=23, residual=False, reciprocal=False, axis=-1):
+def rms_norm_graph(opset=23, residual=False, reciprocal=False, axis=-1, scaled=True, power=False):
     nodes = [helper.make_node("Add", ["a", "b"], ["x"])] if residual else []
     nodes += [
         helper.make_node("Pow", ["x", "two"], ["p"]),
@@ -690,11 +690,17 @@ def rms_norm_graph(opset=23, residual=False, reciprocal=False, axis=-1):
         helper.make_node("Add", ["v", "eps"], ["ve"]),
         helper.make_node("Sqrt", ["ve"], ["r"]),
     ]
-    if reciprocal:
+    if power:  # Gemma: x * pow(mean + eps, -0.5)
+        nodes[-1] = helper.make_node("Pow", ["ve", "minus_half"], ["ir"])
+        nodes.append(helper.make_node("Mul", ["x", "ir"], ["n"]))
+    elif reciprocal:
         nodes += [helper.make_node("Reciprocal", ["r"], ["ir"]), helper.make_node("Mul", ["x", "ir"], ["n"])]
     else:
         nodes.append(helper.make_node("Div", ["x", "r"], ["n"]))
-    nodes.append(helper.make_node("Mul", ["n", "gamma"], ["y"]))
+    if scaled:
+        nodes.append(helper.make_node("Mul", ["n", "gamma"], ["y"]))
+    else:
+        nodes[-1].output[0] = "y"
     inputs = [tensor("a", F, [2, 4, 8]), tensor("b", F, [2, 4, 8])] if residual else [tensor("x", F, [2, 4, 8])]
     return model(
         nodes,
@@ -705,9 +711,23 @@ def rms_norm_graph(opset=23, residual=False, reciprocal=False, axis=-1):
             init("eps", np.float32(1e-6)),
             init("gamma", rand(8)),
             init("axes", np.array([axis], np.int64)),
+            init("minus_half", np.float32(-0.5)),
         ],
         opset=opset,
     )
+
+
+@pytest.mark.parametrize("opset", [18, 23])
+def test_rms_norm_without_a_scale_and_as_a_power(opset):
+    fused = "SimplifiedLayerNormalization" if opset < 23 else "RMSNormalization"
+    before = rms_norm_graph(opset=opset, scaled=False)
+    after = rewriter.optimize(before, level="extended").model
+    assert ops(after) == {fused: 1}
+    assert_same_outputs(before, after, atol=1e-4)
+    before = rms_norm_graph(opset=opset, power=True)
+    after = rewriter.optimize(before, level="extended").model
+    assert ops(after) == {fused: 1}  # the scale fused too, not left behind
+    assert_same_outputs(before, after, atol=1e-4)
 
 
 def test_rms_norm_fusion():
