@@ -804,7 +804,7 @@ def test_embed_layer_norm_fusion(shared_sum):
     assert ops(after) == {"EmbedLayerNormalization": 1, "Cast": 2, "Mod": 2}
 
 
-def rotary_graph(equal_halves=True, heads_last=False):
+def rotary_graph(equal_halves=True, heads_last=False, negated=False):
     """q [1, 2, 4, 8] * cos + Concat(-q2, q1) * sin, cos/sin [1, 1, 4, 8] constants; heads
     last (Gemma 3n/4 rotate before transposing the heads): q [1, 4, 2, 8], cos [1, 4, 1, 8]."""
     angles = np.outer(np.arange(4), 1.0 / 10000 ** (np.arange(0, 8, 2) / 8)).astype(np.float32)
@@ -817,13 +817,20 @@ def rotary_graph(equal_halves=True, heads_last=False):
     nodes = [
         helper.make_node("Mul", ["q", "cos"], ["a"]),
         helper.make_node("Split", ["q", "sp"], ["q1", "q2"], axis=3),
-        helper.make_node("Neg", ["q2"], ["n"]),
-        helper.make_node("Concat", ["n", "q1"], ["r"], axis=-1),
+        helper.make_node("Neg", ["q1" if negated else "q2"], ["n"]),
+        helper.make_node("Concat", ["q2", "n"] if negated else ["n", "q1"], ["r"], axis=-1),
         helper.make_node("Mul", ["r", "sin"], ["b"]),
         helper.make_node("Add", ["a", "b"], ["y"]),
     ]
     inits = [init("cos", cos), init("sin", sin), init("sp", np.array([4, 4], np.int64))]
     return model(nodes, [tensor("q", F, shape)], [tensor("y", F, shape)], inits)
+
+
+def test_half_split_rotary_the_other_way_is_rotary_embedding_by_minus_the_angle():
+    """NanoChat: x * cos + Concat(x2, -x1) * sin."""
+    after = check(rotary_graph(negated=True), "RotaryEmbeddingHalfSplitNegated", True)
+    assert ops(after) == {"RotaryEmbedding": 1}
+    check(rotary_graph(negated=True), "RotaryEmbeddingHalfSplit", False)
 
 
 def test_half_split_rotary_becomes_rotary_embedding():
