@@ -264,9 +264,9 @@ _CANDIDATE_OPS = frozenset(_COMPUTED_SHAPES) | _BROADCASTING | _WINDOWED | {"Con
 def _windowed_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto | None:
     """A convolution's or pooling's output with its spatial dims computed from the input's
     symbolic ones, where inference left them unnamed (it does no arithmetic on names):
-    ``floor((in + pads - dilation * (kernel - 1) - 1) / stride) + 1`` (ceil with
-    ceil_mode, ``ceil(in / stride)`` with SAME padding; ConvTranspose the inverse), the
-    spelling the dynamo exporter declares (``(samples//5) + -1``).  None when unsure."""
+    ``floor((in + pads - dilation * (kernel - 1) - 1) / stride) + 1`` (``ceil(in / stride)``
+    with SAME padding; ConvTranspose the inverse), the spelling the dynamo exporter declares
+    (``(samples//5) + -1``).  None when unsure, and with ceil_mode."""
     out = node.output[0] if node.output else ""
     current, source = shape_of(types.get(out)), shape_of(types.get(node.input[0]))
     if current is None or source is None or len(current) != len(source) or len(source) < 3 or types.get(out) is None:
@@ -284,7 +284,8 @@ def _windowed_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto | 
     pads = list(attrs.get("pads") or [0] * (2 * spatial))
     auto_pad = attrs.get("auto_pad", b"NOTSET")
     auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
-    ceil = bool(attrs.get("ceil_mode", 0))
+    if attrs.get("ceil_mode", 0):
+        return None  # (ceil drops a last window that would start in the padding: not arithmetic)
     if len(strides) != spatial or len(dilations) != spatial or len(pads) != 2 * spatial:
         return None
     if node.op_type == "ConvTranspose" and (auto_pad != "NOTSET" or "output_shape" in attrs):
@@ -304,8 +305,7 @@ def _windowed_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto | 
                 dims[axis + 2] = dim_floor_quotient(dim_sum([size, strides[axis] - 1]), strides[axis])
             elif auto_pad in ("NOTSET", "VALID"):
                 padded = 0 if auto_pad == "VALID" else pads[axis] + pads[axis + spatial]
-                extra = strides[axis] - 1 if ceil else 0
-                span = dim_sum([size, padded - reach + extra])
+                span = dim_sum([size, padded - reach])
                 dims[axis + 2] = dim_sum([dim_floor_quotient(span, strides[axis]), 1])
         except EvalFailure:
             continue
