@@ -57,6 +57,15 @@ _FRESH = FRESH_DIM
 _is_known = is_known_dim
 
 
+def _kept(d) -> int | str | None:
+    """A dim as an improved type keeps it: known, or onnx's fresh name it had (one unknown
+    size that other values share: two tensors of [unk__5, 4] are alike; dropping it for a
+    blank would make the next inference name each anew); a dims() token is blank."""
+    if _is_known(d):
+        return d
+    return d if isinstance(d, str) and d.startswith(_FRESH) else None
+
+
 def is_incomplete(type_proto: TypeProto | None) -> bool:
     """No type, a tensor type without a shape, or a dim nobody named (see ``_is_known``);
     a non-tensor type (sequence, optional) counts as complete: inference adds nothing.
@@ -253,7 +262,7 @@ def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto |
             dims[axis] = candidates.pop()
     if sum(map(_is_known, dims)) <= sum(map(_is_known, current)):
         return None
-    return helper.make_tensor_type_proto(types[out].tensor_type.elem_type, [d if _is_known(d) else None for d in dims])
+    return helper.make_tensor_type_proto(types[out].tensor_type.elem_type, [_kept(d) for d in dims])
 
 
 _COMPUTED_SHAPES = ("Reshape", "Expand", "Range", "Tile", "Slice")
@@ -311,7 +320,7 @@ def _windowed_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto | 
             continue
     if sum(map(_is_known, dims)) <= sum(map(_is_known, current)):
         return None
-    return helper.make_tensor_type_proto(types[out].tensor_type.elem_type, [d if _is_known(d) else None for d in dims])
+    return helper.make_tensor_type_proto(types[out].tensor_type.elem_type, [_kept(d) for d in dims])
 
 
 def _concat_sum(node: NodeProto, types: dict[str, TypeProto]) -> tuple[int, int | str] | None:
@@ -405,7 +414,7 @@ def _concat_type(
     dims = list(current)
     dims[axis] = aliases.get(total, total) if isinstance(total, str) else total
     elem = types[out].tensor_type.elem_type
-    better[out] = helper.make_tensor_type_proto(elem, [d if _is_known(d) else None for d in dims])
+    better[out] = helper.make_tensor_type_proto(elem, [_kept(d) for d in dims])
 
 
 def resolved_types(
@@ -483,7 +492,7 @@ def resolved_types(
         known_before = sum(_is_known(d) for d in current) if current is not None else -1
         if sum(_is_known(d) for d in dims) > known_before:
             elem = types[out].tensor_type.elem_type
-            better[out] = helper.make_tensor_type_proto(elem, [d if _is_known(d) else None for d in dims])
+            better[out] = helper.make_tensor_type_proto(elem, [_kept(d) for d in dims])
     # broadcasting joins unnamed dims to the named ones (same round: each costs an inference)
     for node in candidates:
         if node.op_type in _BROADCASTING:
@@ -513,12 +522,16 @@ def refine_computed_shapes(
             break
         types.update(better)
         improved += len(better)
-        # declare what is known for sure; a fresh unk__ name declared would stick
+        # declare what improved and what is fully known (a type inference left with a fresh
+        # unk__ name, declared, would stick where the next inference could say more)
         declared = []
         for name, t in types.items():
             if name in better or fully_known(t):
                 entry = made.get(name)
                 if entry is None or entry[0] is not t:
+                    # (an improved type keeps the fresh names it had: inference carries each
+                    # to the value's readers, so their dims stay alike; blank, each would
+                    # get a fresh name of its own)
                     entry = made[name] = (t, helper.make_value_info(name, t))
                 declared.append(entry[1])
         for name, new in infer(declared).items():
