@@ -52,6 +52,10 @@ def run_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str,
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 4
+    # drawn instances are tiny, and campaigns run side by side (a worker per core, or test
+    # workers): one thread each, and no thread pool left spinning beside the others
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(names, feeds)))
