@@ -89,14 +89,19 @@ def _canonical(d: str) -> int | str:
         return d
 
 
+def _accumulate(out: Poly, monomial: Monomial, k: int) -> None:
+    """out[monomial] += k, a term that cancels dropped (equal sums get equal spellings)."""
+    total = out.get(monomial, 0) + k
+    if total:
+        out[monomial] = total
+    else:
+        out.pop(monomial, None)
+
+
 def add(a: Poly, b: Poly, scale: int = 1) -> Poly:
     out = dict(a)
     for monomial, k in b.items():
-        total = out.get(monomial, 0) + scale * k
-        if total:
-            out[monomial] = total
-        else:
-            out.pop(monomial, None)
+        _accumulate(out, monomial, scale * k)
     return out
 
 
@@ -106,12 +111,7 @@ def multiply(a: Poly, b: Poly) -> Poly:
     out: Poly = {}
     for ma, ka in a.items():
         for mb, kb in b.items():
-            monomial = tuple(sorted(ma + mb))
-            total = out.get(monomial, 0) + ka * kb
-            if total:
-                out[monomial] = total
-            else:
-                out.pop(monomial, None)
+            _accumulate(out, tuple(sorted(ma + mb)), ka * kb)
     return out
 
 
