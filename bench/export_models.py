@@ -433,14 +433,16 @@ class Decoder(nn.Module):
     layer ...) -> logits, or (logits, present key and value of each layer ...) with a cache.
     transformers 5 takes and returns a Cache object; it is built from the tensors here."""
 
-    def __init__(self, inner: nn.Module, cache: bool) -> None:
+    def __init__(self, inner: nn.Module, cache: bool, positions: bool = False) -> None:
         super().__init__()
-        self.inner, self.cache = inner, cache
+        self.inner, self.cache, self.positions = inner, cache, positions
 
     def forward(self, input_ids, attention_mask, *past):
         from transformers import DynamicCache
 
         kwargs = {"input_ids": input_ids, "attention_mask": attention_mask, "use_cache": self.cache}
+        if self.positions:  # position_ids as an input (optimum's exports), before the past
+            kwargs["position_ids"], past = past[0], past[1:]
         if past:
             kwargs["past_key_values"] = DynamicCache(
                 ddp_cache_data=[(past[i], past[i + 1]) for i in range(0, len(past), 2)]
@@ -1356,18 +1358,24 @@ def export_decoder(
     prefix: str | None = None,
     kv: bool = True,
     variants: tuple[str, ...] = STANDARD,
+    positions: bool = False,
 ) -> None:
     """{prefix}_{variants}: the whole sequence, no cache (by default ts_static, ts_dynamic,
     ts_opset14, dynamo); {prefix}_kv_{ts_dynamic,dynamo}: one decoding step over a past of 4
-    tokens."""
+    tokens.  With positions, position_ids is an input too (after the mask, as optimum's
+    exports take it: the cumulative sum of the mask, so each row of a left-padded batch has
+    its own positions)."""
     from torch.export import Dim
 
     prefix = prefix or family
     model = decoder_model(family, attention)
-    names = ["input_ids", "attention_mask"]
+    names = ["input_ids", "attention_mask"] + ["position_ids"] * positions
+    arguments = text_inputs(names[:2])
+    if positions:
+        arguments = (*arguments, (arguments[1].cumsum(-1) - 1).clamp(min=0))
     export_variants(
-        Decoder(model, cache=False),
-        text_inputs(names),
+        Decoder(model, cache=False, positions=positions),
+        arguments,
         names,
         {n: {0: "batch", 1: "seq"} for n in names},
         out,
@@ -1377,9 +1385,10 @@ def export_decoder(
     )
     if not kv:
         return
-    step = Decoder(model, cache=True).eval()
+    step = Decoder(model, cache=True, positions=positions).eval()
     with torch.no_grad():  # the past: a prefill of 4 tokens, batch 2
-        past = step(torch.randint(0, 128, (2, 4)), torch.ones(2, 4, dtype=torch.int64))[1:]
+        prefill = [torch.randint(0, 128, (2, 4)), torch.ones(2, 4, dtype=torch.int64)]
+        past = step(*prefill, *[torch.arange(4).expand(2, 4)] * positions)[1:]
     if any(t.shape[2] != 4 for t in past):
         raise RuntimeError(
             f"{family}: past tensors are {[tuple(t.shape) for t in past]}, expected (batch, heads, 4, head_dim)"
@@ -1387,12 +1396,14 @@ def export_decoder(
     ids = torch.randint(0, 128, (2, 1))
     mask = torch.ones(2, 5, dtype=torch.int64)
     mask[1, 0] = 0  # one row left-padded
+    step_positions = [torch.tensor([[4], [3]])] * positions  # the left-padded row is one behind
     layers = len(past) // 2
     past_names = [f"past_key_values.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
     output_names = ["logits"] + [f"present.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
     axes = {
         "input_ids": {0: "batch", 1: "sequence_length"},
         "attention_mask": {0: "batch", 1: "total_sequence_length"},
+        "position_ids": {0: "batch", 1: "sequence_length"},
         "logits": {0: "batch", 1: "sequence_length"},
     }
     axes.update({n: {0: "batch", 2: "past_sequence_length"} for n in past_names})
@@ -1402,9 +1413,12 @@ def export_decoder(
     shapes = {
         "input_ids": {0: batch},
         "attention_mask": {0: batch, 1: past_length + 1},
-        "past": tuple({0: batch, 2: past_length} for _ in past),
+        # forward's *past holds position_ids first
+        "past": tuple([{0: batch}] * positions + [{0: batch, 2: past_length} for _ in past]),
     }
-    export_step(out, f"{prefix}_kv", step, (ids, mask, *past), names + past_names, output_names, axes, shapes)
+    export_step(
+        out, f"{prefix}_kv", step, (ids, mask, *step_positions, *past), names + past_names, output_names, axes, shapes
+    )
 
 
 @contextmanager
@@ -2652,6 +2666,11 @@ EXPORTS = {
     "opt": lambda out: export_decoder(out, "opt"),
     "llama4": export_llama4,
     "deepseek_v2": export_deepseek_v2,
+    # position_ids as an input, as optimum exports decoders (with dynamic axes, and a step with a cache)
+    "positions": lambda out: [
+        export_decoder(out, f, prefix=f"{f}_pos", variants=("ts_dynamic", "dynamo_dynamic"), positions=True)
+        for f in ("llama", "qwen2", "mistral", "phi3", "gemma", "qwen3", "gpt_neox", "stablelm", "gptj", "phi")
+    ],
     "roberta": lambda out: (export_encoder(out, "roberta"), export_encoder(out, "roberta", "sdpa", "roberta_sdpa")),
     "xlm_roberta": lambda out: export_encoder(out, "xlm_roberta"),
     "electra": lambda out: export_encoder(out, "electra"),

@@ -851,30 +851,56 @@ def test_half_split_rotary_on_heads_last_q_rotates_the_merged_heads():
     check(rotary_graph(heads_last=True), "RotaryEmbeddingHalfSplit", False)  # rows are not axis 2
 
 
+def computed_rotary(heads_last: bool, lead: int | str, halves: bool = False) -> onnx.ModelProto:
+    """q rotated half-split by angles computed at run time, f [lead, seq, 4]: Cos/Sin of
+    Concat(f, f) (or, with halves, Concat(Cos(f), Cos(f)) and of Sin: Qwen2.5-VL's doubled
+    halves) unsqueezed at axis 2 for heads-last q (Gemma 4), axis 1 for heads-first q."""
+    n = helper.make_node
+    axis = "two" if heads_last else "one"
+    if halves:
+        angles = [n("Cos", ["f"], ["fc"]), n("Sin", ["f"], ["fs"])]
+        angles += [n("Concat", ["fc", "fc"], ["co"], axis=-1), n("Concat", ["fs", "fs"], ["si"], axis=-1)]
+    else:
+        angles = [n("Concat", ["f", "f"], ["c"], axis=-1), n("Cos", ["c"], ["co"]), n("Sin", ["c"], ["si"])]
+    nodes = angles + [
+        n("Unsqueeze", ["co", axis], ["cu"]),
+        n("Unsqueeze", ["si", axis], ["su"]),
+        n("Mul", ["q", "cu"], ["a"]),
+        n("Split", ["q", "sp"], ["q1", "q2"], axis=3),
+        n("Neg", ["q2"], ["n"]),
+        n("Concat", ["n", "q1"], ["r"], axis=-1),
+        n("Mul", ["r", "su"], ["b"]),
+        n("Add", ["a", "b"], ["y"]),
+    ]
+    inits = [init(axis, np.array([2 if heads_last else 1], np.int64)), init("sp", np.array([4, 4], np.int64))]
+    shape = ["batch", "seq", 2, 8] if heads_last else ["batch", 2, "seq", 8]
+    return model(nodes, [tensor("q", F, shape), tensor("f", F, [lead, "seq", 4])], [tensor("y", F, shape)], inits)
+
+
 def test_half_split_rotary_of_computed_angles_on_heads_last_q():
     """Gemma 4 with dynamic axes: Cos/Sin of Concat(f, f) unsqueezed at axis 2."""
-    nodes = [
-        helper.make_node("Concat", ["f", "f"], ["c"], axis=-1),
-        helper.make_node("Cos", ["c"], ["co"]),
-        helper.make_node("Sin", ["c"], ["si"]),
-        helper.make_node("Unsqueeze", ["co", "two"], ["cu"]),
-        helper.make_node("Unsqueeze", ["si", "two"], ["su"]),
-        helper.make_node("Mul", ["q", "cu"], ["a"]),
-        helper.make_node("Split", ["q", "sp"], ["q1", "q2"], axis=3),
-        helper.make_node("Neg", ["q2"], ["n"]),
-        helper.make_node("Concat", ["n", "q1"], ["r"], axis=-1),
-        helper.make_node("Mul", ["r", "su"], ["b"]),
-        helper.make_node("Add", ["a", "b"], ["y"]),
-    ]
-    inits = [init("two", np.array([2], np.int64)), init("sp", np.array([4, 4], np.int64))]
-    before = model(
-        nodes,
-        [tensor("q", F, ["batch", "seq", 2, 8]), tensor("f", F, [1, "seq", 4])],
-        [tensor("y", F, ["batch", "seq", 2, 8])],
-        inits,
-    )
-    after = check(before, "RotaryEmbeddingHalfSplitComputedHeadsLast", True)
+    after = check(computed_rotary(True, 1), "RotaryEmbeddingHalfSplitComputedHeadsLast", True)
     assert "RotaryEmbedding" in ops(after) and "Neg" not in ops(after)
+
+
+@pytest.mark.parametrize(
+    "heads_last, halves, rule",
+    [
+        (False, False, "RotaryEmbeddingHalfSplitComputedPerBatch"),
+        (True, False, "RotaryEmbeddingHalfSplitComputedHeadsLastPerBatch"),
+        (False, True, "RotaryEmbeddingHalfSplitHalvesPerBatch"),
+    ],
+)
+def test_half_split_rotary_of_angles_per_batch_item_reads_flat_positions(heads_last, halves, rule):
+    """position_ids given as an input (optimum's exports): angles [batch, seq, 4] differ per
+    item; the caches hold batch*seq rows and each item reads its own (positions b*S + s,
+    computed at run time).  The feeds draw f per item, so a cache read from item 0 fails."""
+    after = check(computed_rotary(heads_last, "batch", halves), rule, True)
+    (rotary,) = [node for node in after.graph.node if node.op_type == "RotaryEmbedding"]
+    assert {"Range", "Size"} <= set(ops(after))  # the positions, computed
+    # angles of one item (a leading 1 where q has more): the batch-1 forms, positions from 0
+    one = check(computed_rotary(heads_last, 1, halves), rule, False)
+    assert "Range" not in ops(one)
 
 
 def scaled_query_attention(bias: bool = False, scale: float | None = 1.0):

@@ -333,6 +333,11 @@ class _Builder:
         self.vary_unmentioned = stratum.varied or self.chance(4, "vary an attribute")
         self.vary_hinted = stratum.varied or self.chance(4, "vary a hinted shape")
         self.hinted_variations = 2 if stratum.varied else 1  # how many hinted items vary
+        # the varied stratum, half the time: a symbol several hinted shapes share drawn as 1
+        # in some of them (declared shapes only: a dynamic one would name a size it has not)
+        self.ones: set[tuple[str, int]] = set()
+        if stratum.varied and not self.dynamic and self.chance(2, "symbol to one"):
+            self.ones = self._shared_symbol_ones()
         # which: drawn up front, each hinted name as likely as the next (deciding item by
         # item as the pattern reaches them favoured the first few: a mask hinted after q, k
         # and v was varied once in sixteen such draws)
@@ -353,6 +358,26 @@ class _Builder:
 
     def chance(self, one_in: float, label: str) -> bool:
         return chance(self.draw, one_in, label)
+
+    def _shared_symbol_ones(self) -> set[tuple[str, int]]:
+        """The (hinted name, axis) pairs to draw as 1: of one symbol that several hinted
+        shapes name, each of its places with even chance (at least one)."""
+        named = [
+            (n, i, d) for n, item in self.hints.items() for i, d in enumerate(item.dims or []) if isinstance(d, str)
+        ]
+        shared = sorted({d for _, _, d in named if sum(d == e for _, _, e in named) > 1})
+        if not shared:
+            return set()
+        symbol = pick(self.draw, shared, label="symbol to one")
+        places = [(n, i) for n, i, d in named if d == symbol]
+        ones = {place for place in places if self.chance(2, "this one to one")}
+        return ones or {places[0]}
+
+    def _ones_off(self, name: str, dims: list[int]) -> list[int]:
+        """dims, with those ``ones`` chose drawn as 1: a broadcasting partner where the
+        rule may want the size the other shapes give that symbol (angles of one batch item
+        where a rule needs them per item, a bias of one row where it needs one per row)."""
+        return [1 if (name, i) in self.ones else size for i, size in enumerate(dims)]
 
     def fresh(self, base: str) -> str:
         """A graph name for a pattern name (temporaries ``$1`` become ``t1``), unique."""
@@ -511,11 +536,11 @@ class _Builder:
         if hint is not None and hint.dims is not None:
             dtype = DTYPES[hint.dtype] if hint.dtype else ctx.dtype
             dims = self._dims(hint.dims)
+            dynamic = name in self._dynamic_inputs()
             if self.near_miss == "shape-off" and len(dims) > 1:  # the hint's dims, moved around
                 dims = list(permutation(self.draw, dims, label="shape off"))
-            dynamic = name in self._dynamic_inputs()
             if not dynamic and name:
-                dims = self._vary_hinted(name, dims, ctx, slot)
+                dims = self._vary_hinted(name, self._ones_off(name, dims), ctx, slot)
             spec = Spec(dtype, dims, dim_names=list(hint.dims) if dynamic else None)
         else:
             spec = input_spec(self.draw, ctx, slot)
