@@ -2670,6 +2670,7 @@ EXPORTS = {
     "positions": lambda out: [
         export_decoder(out, f, prefix=f"{f}_pos", variants=("ts_dynamic", "dynamo_dynamic"), positions=True)
         for f in ("llama", "qwen2", "mistral", "phi3", "gemma", "qwen3", "gpt_neox", "stablelm", "gptj", "phi")
+        + ("gemma3", "cohere", "cohere2", "glm", "glm4", "ernie4_5", "deepseek_v3", "olmo3", "gemma3n", "gpt_oss")
     ],
     "roberta": lambda out: (export_encoder(out, "roberta"), export_encoder(out, "roberta", "sdpa", "roberta_sdpa")),
     "xlm_roberta": lambda out: export_encoder(out, "xlm_roberta"),
