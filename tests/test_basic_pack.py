@@ -50,6 +50,41 @@ def test_identity_elimination():
     assert ops(after) == {"Neg": 1}
 
 
+@pytest.mark.parametrize("op", ["Max", "Min", "Sum", "Mean"])
+def test_a_variadic_op_of_one_input_is_that_input(op):
+    after = check(unary(tail(helper.make_node(op, ["x"], ["t"]))), "VariadicSingleElimination", True)
+    assert ops(after) == {"Neg": 1}
+    two = model(
+        tail(helper.make_node(op, ["x", "x2"], ["t"])),
+        [tensor("x", F, [2, 3]), tensor("x2", F, [2, 3])],
+        [tensor("y", F, [2, 3])],
+    )
+    check(two, "VariadicSingleElimination", False)
+
+
+def expand_to_computed(order: list[int]) -> onnx.ModelProto:
+    """x [1, seq, 1] expanded to Gather(Shape(x), order): its own shape when order keeps it."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "order"], ["t"], axis=0),
+        helper.make_node("Expand", ["x", "t"], ["e"]),
+        helper.make_node("Neg", ["e"], ["y"]),
+    ]
+    return model(
+        nodes,
+        [tensor("x", F, [1, "seq", 1])],
+        [tensor("y", F, ["a", "b", 1])],
+        [init("order", np.array(order, np.int64))],
+    )
+
+
+def test_expand_to_its_own_computed_shape_goes():
+    after = check(expand_to_computed([0, 1, 2]), "ExpandSameDimsElimination", True)
+    assert "Expand" not in ops(after)
+    # the sizes in another order broadcast the 1-dims: [seq, seq, 1], kept
+    check(expand_to_computed([1, 0, 2]), "ExpandSameDimsElimination", False)
+
+
 def test_dropout_elimination_in_inference():
     after = check(
         unary(tail(helper.make_node("Dropout", ["x", "ratio"], ["t"])), inits=[init("ratio", np.float32(0.3))]),

@@ -80,6 +80,24 @@ def test_constant_folding_evaluates_chains_of_standard_ops():
     assert_same_outputs(m, result.model)
 
 
+def test_constant_folding_folds_nonzero_of_a_constant():
+    """NonZero's output length depends on the data, so inference cannot size it; a constant
+    input bounds it (X-MOD routes every token to a fixed language's adapter this way)."""
+    m = model(
+        [
+            helper.make_node("NonZero", ["mask"], ["nz"]),
+            helper.make_node("Transpose", ["nz"], ["idx"], perm=[1, 0]),
+            helper.make_node("GatherND", ["x", "idx"], ["y"]),
+        ],
+        [tensor("x", F, [4, 3])],
+        [tensor("y", F, ["n", 3])],
+        [init("mask", np.array([True, False, True, True]))],
+    )
+    result = optimize_basic(m)
+    assert ops(result.model) == {"GatherND": 1}
+    assert_same_outputs(m, result.model)
+
+
 def test_constant_folding_never_folds_random_ops():
     m = model(
         [helper.make_node("RandomUniform", [], ["r"], shape=[3], dtype=F), helper.make_node("Add", ["x", "r"], ["y"])],

@@ -304,7 +304,9 @@ _ORT_SAFE_IR = 10  # every onnxruntime this project supports loads IR 10
 
 def _expected_bytes(view: GraphView, node_id: NodeId) -> int | None:
     """What a node's outputs will hold, known before evaluating it: from their inferred
-    types, else bounded by the inputs for ops that cannot make more; None if unknown."""
+    types, else bounded by the inputs for ops that cannot make more (NonZero: at most one
+    index per element and axis of a constant: X-MOD's adapter routing by a fixed language);
+    None if unknown."""
     total = 0
     for out in view.outputs(node_id):
         if not out:
@@ -324,8 +326,17 @@ def _expected_bytes(view: GraphView, node_id: NodeId) -> int | None:
         total += (count * bits + 7) // 8
     else:
         return total
-    if view.node_key(node_id)[1] in _BOUNDED_BY_INPUTS:
+    op = view.node_key(node_id)[1]
+    if op in _BOUNDED_BY_INPUTS:
         return 8 * sum(_nbytes(view, i) for i in view.inputs(node_id) if i)
+    if op == "NonZero":  # [rank, count] int64 indices: at most rank of them per input element
+        inputs = view.inputs(node_id)
+        tensor = view.initializers.get(inputs[0]) if len(inputs) == 1 and inputs[0] else None
+        if tensor is not None:
+            count = 1
+            for d in tensor.dims:
+                count *= d
+            return 8 * max(1, len(tensor.dims)) * count
     return None
 
 
