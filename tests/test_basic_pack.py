@@ -85,6 +85,23 @@ def test_expand_to_its_own_computed_shape_goes():
     check(expand_to_computed([1, 0, 2]), "ExpandSameDimsElimination", False)
 
 
+def gather_of_transpose(perm: list[int], axis: int) -> onnx.ModelProto:
+    """Gather of index 1 along axis of Transpose(x [2, 3, 4, 5], perm)."""
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], perm=perm),
+        helper.make_node("Gather", ["t", "one"], ["g"], axis=axis),
+        helper.make_node("Neg", ["g"], ["y"]),
+    ]
+    shape = [[2, 3, 4, 5][p] for k, p in enumerate(perm) if k != axis]
+    return model(nodes, [tensor("x", F, [2, 3, 4, 5])], [tensor("y", F, shape)], [init("one", np.array(1, np.int64))])
+
+
+def test_a_gather_of_one_index_reads_through_a_transpose_that_moves_only_its_axis():
+    after = check(gather_of_transpose([0, 2, 1, 3], 1), "GatherTransposeFusion", True)
+    assert ops(after) == {"Gather": 1, "Neg": 1}  # the Transpose went with its last reader
+    check(gather_of_transpose([1, 2, 0, 3], 0), "GatherTransposeFusion", False)  # the others swap
+
+
 def test_dropout_elimination_in_inference():
     after = check(
         unary(tail(helper.make_node("Dropout", ["x", "ratio"], ["t"])), inits=[init("ratio", np.float32(0.3))]),
