@@ -2671,6 +2671,8 @@ EXPORTS = {
         export_decoder(out, f, prefix=f"{f}_pos", variants=("ts_dynamic", "dynamo_dynamic"), positions=True)
         for f in ("llama", "qwen2", "mistral", "phi3", "gemma", "qwen3", "gpt_neox", "stablelm", "gptj", "phi")
         + ("gemma3", "cohere", "cohere2", "glm", "glm4", "ernie4_5", "deepseek_v3", "olmo3", "gemma3n", "gpt_oss")
+        + ("falcon", "starcoder2", "granite", "olmo2", "mixtral", "qwen2_moe", "persimmon", "helium", "smollm3")
+        + ("phi4_mini", "minicpm3", "hunyuan_v1_dense")
     ],
     "roberta": lambda out: (export_encoder(out, "roberta"), export_encoder(out, "roberta", "sdpa", "roberta_sdpa")),
     "xlm_roberta": lambda out: export_encoder(out, "xlm_roberta"),
@@ -3422,8 +3424,8 @@ EXPORTS.update(
 
 # corpus 9 ("positions": position_ids as an input) fails where the decoders' own exports do,
 # plus: TorchScript's shape-inference assert on the interleaved rotary for glm and glm4 (both
-# variants) and the KV steps of cohere, cohere2 and ernie4_5; their ts_dynamic traces without a
-# cache stack the rotated pairs along the wrong axis and do not run (dropped as unloadable);
+# variants) and the KV steps of cohere, cohere2, ernie4_5 and helium; their ts_dynamic traces
+# without a cache stack the rotated pairs along the wrong axis and do not run (dropped as unloadable);
 # gemma3n's dynamo exports (prims.erf_inv, as above)
 
 # dynamo_dynamic_8's sources: DECODERS, ENCODERS, SEQ2SEQ_DECODERS, else the corpus 8 EXPORTS
