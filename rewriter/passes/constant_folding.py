@@ -27,6 +27,8 @@ stops being folded there, and the rest of the graph is still optimized.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
 from onnx import NodeProto, TensorProto, helper, numpy_helper
@@ -333,10 +335,7 @@ def _expected_bytes(view: GraphView, node_id: NodeId) -> int | None:
         inputs = view.inputs(node_id)
         tensor = view.initializers.get(inputs[0]) if len(inputs) == 1 and inputs[0] else None
         if tensor is not None:
-            count = 1
-            for d in tensor.dims:
-                count *= d
-            return 8 * max(1, len(tensor.dims)) * count
+            return 8 * max(1, len(tensor.dims)) * math.prod(tensor.dims)
     return None
 
 

@@ -536,9 +536,9 @@ class _Builder:
         if hint is not None and hint.dims is not None:
             dtype = DTYPES[hint.dtype] if hint.dtype else ctx.dtype
             dims = self._dims(hint.dims)
-            dynamic = name in self._dynamic_inputs()
             if self.near_miss == "shape-off" and len(dims) > 1:  # the hint's dims, moved around
                 dims = list(permutation(self.draw, dims, label="shape off"))
+            dynamic = name in self._dynamic_inputs()
             if not dynamic and name:
                 dims = self._vary_hinted(name, self._ones_off(name, dims), ctx, slot)
             spec = Spec(dtype, dims, dim_names=list(hint.dims) if dynamic else None)
