@@ -136,6 +136,34 @@ def test_activations_sums_and_concats_run_on_blocked_tensors():
     assert nchwc_ops(after) == {"ReorderInput": 1, "Conv": 3, "ReorderOutput": 1}
 
 
+@pytest.mark.parametrize("branches", [3, 4])
+def test_a_concat_of_several_blocked_branches_stays_blocked(branches):
+    # HGNet / DenseNet: one Concat of three or more convolutions' outputs feeds the next Conv;
+    # it folds pair by pair into one Concat of the blocked tensors, no reorder between
+    block = nchwc_block_size()
+    nodes = [conv("x", f"b{i}", f"w{i}", block, block) for i in range(branches)]
+    nodes.append((helper.make_node("Concat", [f"b{i}" for i in range(branches)], ["k"], axis=1), []))
+    nodes.append(conv("k", "y", "wy", branches * block, block))
+    before = blocked_model(nodes, block, block)
+    after = layout(before)
+    concats = [n for n in after.graph.node if n.op_type == "Concat"]
+    assert len(concats) == 1 and len(concats[0].input) == branches
+    assert nchwc_ops(after) == {"ReorderInput": 1, "Conv": branches + 1, "ReorderOutput": 1}
+    assert_same_outputs(before, after)
+
+
+def test_a_concat_with_an_nchw_input_after_the_blocked_ones_keeps_it():
+    block = nchwc_block_size()
+    nodes = [conv("x", f"b{i}", f"w{i}", block, block) for i in range(2)]
+    nodes.append((helper.make_node("Relu", ["x"], ["r"]), []))  # NCHW, never blocked
+    nodes.append((helper.make_node("Concat", ["b0", "b1", "r"], ["y"], axis=1), []))
+    before = blocked_model(nodes, block, 3 * block)
+    after = layout(before)
+    outer = next(n for n in after.graph.node if n.output[0] == "y")
+    assert outer.op_type == "Concat" and outer.input[1] == "r"  # the blocked pair, reordered out, then r
+    assert_same_outputs(before, after)
+
+
 def test_a_residual_add_becomes_the_convolutions_sum_input():
     block = nchwc_block_size()
     nodes = [

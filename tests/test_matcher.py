@@ -194,6 +194,21 @@ def test_variadic_rest_binds_the_remaining_inputs():
     assert optimize_with(two, rules).report.applied("R") == 0
 
 
+def test_an_empty_rest_adds_no_input_to_the_replacement():
+    rules = HEADER + """rule R { c = Concat(*xs) {axis: 0}
+                                 y = Concat(c, *rest) {axis: 0}
+                               => y = Concat(xs, rest) {axis: 0} }"""
+    m = model(
+        [helper.make_node("Concat", ["a", "b"], ["c"], axis=0), helper.make_node("Concat", ["c"], ["y"], axis=0)],
+        [tensor(n, shape=[2]) for n in "ab"],
+        [tensor("y", shape=[4])],
+    )
+    after = optimize_with(m, rules).model
+    assert [list(n.input) for n in after.graph.node] == [["a", "b"]]
+    assert not after.graph.initializer
+    assert_same_outputs(m, after)
+
+
 def test_multi_output_nodes_bind_each_output():
     rules = (
         HEADER

@@ -242,7 +242,7 @@ class Rewriter:
                 return [""]
             if type(value) is str:
                 return [value]
-            if type(value) is list and value:
+            if type(value) is list:  # a *rest: its inputs in place (none when it is empty)
                 return list(value)
         if isinstance(arg, A.Call) and arg.is_op:
             return self._build_node(arg, None, build, env, match)[:1]

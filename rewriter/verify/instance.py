@@ -844,8 +844,10 @@ class _Builder:
             elif isinstance(arg, A.AnyArg):
                 inputs.append(self.free_input(None, ctx, slot))
             elif isinstance(arg, A.RestArg):
-                extra = self.draw(st.integers(0, 2), label="rest count")
-                names = [self.free_input(None, ctx, slot) for _ in range(extra)]
+                # `example rest: [N, 8, H, W]` sizes each of them (then one at least)
+                hinted = arg.name if arg.name in self.hints else None
+                extra = self.draw(st.integers(1 if hinted else 0, 2), label="rest count")
+                names = [self.free_input(hinted, ctx, slot) for _ in range(extra)]
                 self.values[arg.name] = ",".join(names)
                 inputs.extend(names)
         while inputs and not inputs[-1]:
