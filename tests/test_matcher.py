@@ -195,9 +195,12 @@ def test_variadic_rest_binds_the_remaining_inputs():
 
 
 def test_an_empty_rest_adds_no_input_to_the_replacement():
-    rules = HEADER + """rule R { c = Concat(*xs) {axis: 0}
+    rules = (
+        HEADER
+        + """rule R { c = Concat(*xs) {axis: 0}
                                  y = Concat(c, *rest) {axis: 0}
                                => y = Concat(xs, rest) {axis: 0} }"""
+    )
     m = model(
         [helper.make_node("Concat", ["a", "b"], ["c"], axis=0), helper.make_node("Concat", ["c"], ["y"], axis=0)],
         [tensor(n, shape=[2]) for n in "ab"],

@@ -9,6 +9,7 @@ import pytest
 
 import rewriter
 from rewriter.dsl import parse_pack
+from rewriter.errors import RewriterError
 from rewriter.rewrite import apply as apply_module
 from rewriter.verify import DEFAULT_EXAMPLES, verify
 from rewriter.verify.compare import run_model
@@ -225,20 +226,27 @@ def test_every_shipped_rule_verifies_with_the_default_budget(tmp_path):
 
 
 SHORT_CAMPAIGN_SHARES = 8  # the short campaign in shares pytest-xdist spreads over its workers
+# the strata it draws in: a fourth of the time of all four (the dynamic-axes and varied
+# strata draw many instances onnx refuses before one is rewritten); `pytest -m slow` and
+# `rewriter verify` draw in every stratum
+SHORT_STRATA = ("free", "high ranks")
 
 
 @pytest.mark.parametrize("share", range(SHORT_CAMPAIGN_SHARES))
 def test_every_shipped_rule_verifies_quickly(share, tmp_path):
     """The short CI version of the campaign: every rule applies and keeps the numbers (5
-    rewritten draws of each bundled rule; the slow test above draws 50).  Each share takes
-    every eighth rule of every pack and verifies it in this process (one job): the shares
-    run on the test workers side by side, not a verify pool contending with them."""
+    rewritten draws of each bundled rule, in the free and high-rank strata; the slow test
+    above draws 50 in all four).  Each share takes every eighth rule of every pack and
+    verifies it in this process (one job): the shares run on the test workers side by
+    side, not a verify pool contending with them."""
     verdicts, names = [], []
     for pack in rewriter.bundled_packs():
         share_names = [rule.name for rule in pack.rules][share::SHORT_CAMPAIGN_SHARES]
         names += share_names
         if share_names:
-            verdicts += verify(packs=[pack], rule=share_names, examples=5, out=tmp_path, seed=0, jobs=1).verdicts
+            verdicts += verify(
+                packs=[pack], rule=share_names, examples=5, out=tmp_path, seed=0, jobs=1, strata=SHORT_STRATA
+            ).verdicts
     assert [v.rule for v in verdicts] == names
     bad = [(v.rule, v.verdict, v.message) for v in verdicts if v.verdict != "ok"]
     assert not bad
@@ -333,3 +341,13 @@ def test_a_rewrite_that_crashes_onnxruntime_fails_with_the_draw_that_crashed(tmp
     # the values are filled in after the crash, from the files beside the report
     assert "\ninputs:\n  x (float32[" in report_text and "written when the report" not in report_text
     assert fine.verdict == "ok"
+
+
+def test_strata_choose_where_the_examples_are_drawn(tmp_path):
+    relu = HEADER + "rule R { y = Relu(Relu(x)) => y = Relu(x) }"
+    verdict = only_verdict(verify_text(relu, tmp_path, examples=4, strata=["free"]))
+    assert verdict.verdict == "ok" and verdict.applied == 4  # the free stratum's share is all of them
+    with pytest.raises(RewriterError, match="no verify stratum named 'fast'"):
+        verify_text(relu, tmp_path, strata=["fast"])
+    with pytest.raises(RewriterError, match="not one string"):
+        verify_text(relu, tmp_path, strata="free")

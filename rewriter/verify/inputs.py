@@ -308,6 +308,53 @@ def _where(draw, ctx: NodeContext, slot: int) -> Spec | None:
     return Spec(other, broadcast_partner(draw, list(base)))
 
 
+def _transpose(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    """A tensor of the rank a given ``perm`` permutes (a hinted or captured one)."""
+    perm = ctx.attrs.get("perm")
+    if slot != 0 or not isinstance(perm, (list, tuple)) or not perm:
+        return None
+    return Spec(ctx.dtype, [ctx.dim() for _ in perm])
+
+
+def _split(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    """The sizes input: int64 sizes of the outputs that add up to the split axis."""
+    x = ctx.shape(0)
+    if slot != 1 or not x:
+        return None
+    axis = int(ctx.attrs.get("axis", 0) or 0)
+    if not -len(x) <= axis < len(x) or not isinstance(x[axis], int):
+        return None
+    parts, total = max(len(ctx.outputs), 1), x[axis]
+    if total < parts:
+        return None
+    cuts = sorted(draw(st.sets(st.integers(1, total - 1), min_size=parts - 1, max_size=parts - 1))) if parts > 1 else []
+    sizes = np.diff([0, *cuts, total]).astype(np.int64)
+    return Spec(I64, [parts], sizes, const=True)
+
+
+def _pad(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    """Pads as an input (opset 11 on): small non-negative int64 begins and ends per axis;
+    the constant value a scalar of the data's type."""
+    x = ctx.shape(0)
+    if x is None:
+        return None
+    if slot == 1:
+        pads = [pick(draw, [0, 0, 1, 2]) for _ in range(2 * len(x))]
+        return Spec(I64, [2 * len(x)], np.asarray(pads, np.int64), const=True)
+    if slot == 2:
+        return Spec(ctx.type(0) or ctx.dtype, [])
+    return None
+
+
+def _tile(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    """Repeats: int64, one per axis."""
+    x = ctx.shape(0)
+    if slot != 1 or x is None:
+        return None
+    repeats = [pick(draw, [1, 1, 2]) for _ in x]
+    return Spec(I64, [len(x)], np.asarray(repeats, np.int64), const=True)
+
+
 def _bias_last_axis(draw, ctx: NodeContext, slot: int) -> Spec | None:
     x = ctx.shape(0)
     if slot >= 1 and x:
@@ -338,6 +385,10 @@ _HANDLERS: dict[tuple[str, str], Callable] = {
     ("", "Gather"): _gather,
     ("", "Expand"): _expand,
     ("", "Where"): _where,
+    ("", "Transpose"): _transpose,
+    ("", "Split"): _split,
+    ("", "Pad"): _pad,
+    ("", "Tile"): _tile,
     ("com.microsoft", "FusedMatMul"): _matmul,
     ("com.microsoft", "BiasGelu"): _bias_last_axis,
     ("com.microsoft", "SkipLayerNormalization"): _skip_layernorm,

@@ -32,8 +32,10 @@ from .compare import random_feeds, run_model
 from .inputs import BROADCASTING, NodeContext, Spec, attribute_candidates, broadcast_partner, input_spec
 from .variety import (
     FLOATS,
+    TYPE_NAMES,
     attribute_opsets,
     element_types,
+    input_types,
     mask_inputs,
     opset_range,
     own_float_types,
@@ -543,7 +545,7 @@ class _Builder:
                 dims = self._vary_hinted(name, self._ones_off(name, dims), ctx, slot)
             spec = Spec(dtype, dims, dim_names=list(hint.dims) if dynamic else None)
         else:
-            spec = input_spec(self.draw, ctx, slot)
+            spec = schema_typed(input_spec(self.draw, ctx, slot), ctx, slot)
             wanted = self.hinted_rank(name)
             if wanted is not None and len(spec.shape) != wanted and spec.value is None and not spec.const:
                 dims = list(spec.shape)[-wanted:] if wanted else []
@@ -830,7 +832,7 @@ class _Builder:
             if isinstance(arg, A.VarArg):
                 if arg.name in self.values:
                     inputs.append(self.values[arg.name])
-                elif arg.optional and not self.optional_present(arg.name):
+                elif arg.optional and (slot >= _max_inputs(ctx) or not self.optional_present(arg.name)):
                     self.values[arg.name] = ""
                     inputs.append("")
                 else:
@@ -845,9 +847,9 @@ class _Builder:
                 inputs.append(self.free_input(None, ctx, slot))
             elif isinstance(arg, A.RestArg):
                 # `example rest: [N, 8, H, W]` sizes each of them (then one at least)
-                hinted = arg.name if arg.name in self.hints else None
-                extra = self.draw(st.integers(1 if hinted else 0, 2), label="rest count")
-                names = [self.free_input(hinted, ctx, slot) for _ in range(extra)]
+                sized = arg.name if arg.name in self.hints else None
+                extra = self.draw(st.integers(1 if sized else 0, 2), label="rest count")
+                names = [self.free_input(sized, ctx, slot) for _ in range(extra)]
                 self.values[arg.name] = ",".join(names)
                 inputs.extend(names)
         while inputs and not inputs[-1]:
@@ -918,6 +920,25 @@ class _Builder:
         model = helper.make_model(graph, opset_imports=opsets)
         model.ir_version = 8 if self.opset <= 17 else 9 if self.opset <= 20 else 10
         return model
+
+
+def _max_inputs(ctx: NodeContext) -> int:
+    """How many inputs the op takes at the instance's opset (an optional input past them,
+    Pad's axes before opset 18, is drawn absent: present it only made invalid models)."""
+    return ctx.info.max_inputs if ctx.info is not None else 1 << 30
+
+
+def schema_typed(spec: Spec, ctx: NodeContext, slot: int) -> Spec:
+    """``spec`` in a type the op's schema takes at ``slot`` (an int64 shape, sizes or
+    repeats input drawn as float made an invalid model): int64 where the schema allows it,
+    else its one type; unchanged where the type is allowed or unknown."""
+    allowed = input_types(ctx.info, slot)
+    if spec.value is not None or not allowed or TYPE_NAMES.get(spec.dtype) in allowed:
+        return spec
+    for dtype in (TensorProto.INT64, TensorProto.FLOAT, *TYPE_NAMES):
+        if TYPE_NAMES.get(dtype) in allowed:
+            return dataclasses.replace(spec, dtype=dtype)
+    return spec
 
 
 def draw_instance(data, rule: A.Rule, stratum: Stratum = STRATA[0]) -> Instance:

@@ -27,7 +27,7 @@ I32, I64 = TensorProto.INT32, TensorProto.INT64
 FLOATS = (F, F16, D)
 # element types drawn for a pattern, with their weights, when all its ops accept them
 _WEIGHTS = {F: 6, F16: 2, D: 2, I64: 1, I32: 1}
-_TYPE_NAMES = {
+TYPE_NAMES: dict[int, str] = {
     F: "tensor(float)",
     F16: "tensor(float16)",
     D: "tensor(double)",
@@ -45,13 +45,13 @@ def element_types(rule: A.Rule, opset: int) -> list[int]:
         alt = eq.alternatives[0]
         domain = normalize_domain(alt.domain)
         info = find_schema(domain, alt.op, opset)
-        types = _input_types(info, 0)
-        if types is None or not any(_TYPE_NAMES[t] in types for t in FLOATS):
+        types = input_types(info, 0)
+        if types is None or not any(TYPE_NAMES[t] in types for t in FLOATS):
             continue  # a condition, indices, a shape: not the data type of the pattern
-        allowed &= {t for t in allowed if _TYPE_NAMES[t] in types}
+        allowed &= {t for t in allowed if TYPE_NAMES[t] in types}
         kernel_types = _cpu_kernel_types(domain, alt.op, info)
         if kernel_types is not None:
-            allowed &= {t for t in allowed if _TYPE_NAMES[t] in kernel_types}
+            allowed &= {t for t in allowed if TYPE_NAMES[t] in kernel_types}
     if not allowed:
         return [F]
     return [t for t in _WEIGHTS for _ in range(_WEIGHTS[t]) if t in allowed]
@@ -73,7 +73,8 @@ def _cpu_kernel_types(domain: str, op: str, info: OpInfo | None) -> set[str] | N
     return found
 
 
-def _input_types(info: OpInfo | None, slot: int) -> frozenset | None:
+def input_types(info: OpInfo | None, slot: int) -> frozenset | None:
+    """The types (``"tensor(float)"``...) input ``slot`` of the schema takes; None: unknown."""
     if info is None:
         return None
     formal = info.formal(slot)
@@ -91,7 +92,7 @@ def own_float_types(info: OpInfo | None, slot: int, main: int) -> list[int]:
     if formal is None or formal == first or formal not in info.type_constraints:
         return []
     allowed = info.type_constraints[formal]
-    return [t for t in FLOATS if t != main and _TYPE_NAMES[t] in allowed]
+    return [t for t in FLOATS if t != main and TYPE_NAMES[t] in allowed]
 
 
 def unmentioned_attribute_values(
