@@ -8,7 +8,7 @@ import os
 from ..errors import RewriterError, expect
 
 
-def check_arguments(paths, rule, examples, seed, out, jobs=None) -> None:
+def check_arguments(paths, rule, examples, seed, out, jobs=None, strata=None) -> None:
     if paths is not None:
         expect(paths, (list, tuple), "verify()'s paths (a list of files or directories)")
         for item in paths:
@@ -26,3 +26,7 @@ def check_arguments(paths, rule, examples, seed, out, jobs=None) -> None:
         raise RewriterError(f"verify()'s examples must be at least 1, not {examples}")
     expect(seed, int, "verify()'s seed")
     expect(out, (str, os.PathLike), "verify()'s out")
+    if isinstance(strata, str):
+        raise RewriterError("verify()'s strata is a list of stratum names, not one string")
+    if strata is not None:
+        expect(strata, (list, tuple), "verify()'s strata (a list of stratum names)")

@@ -137,12 +137,12 @@ def chosen_strata(names: Iterable[str] | None) -> tuple[Stratum, ...]:
     if names is None:
         return STRATA
     wanted = list(names)
-    known = {s.name for s in STRATA}
-    unknown = [n for n in wanted if n not in known]
-    if unknown or not wanted:
-        raise RewriterError(
-            f"no verify stratum named '{unknown[0] if unknown else ''}' (there are: {', '.join(sorted(known))})"
-        )
+    known = ", ".join(s.name for s in STRATA)
+    unknown = [n for n in wanted if n not in {s.name for s in STRATA}]
+    if unknown:
+        raise RewriterError(f"no verify stratum named '{unknown[0]}' (there are: {known})")
+    if not wanted:
+        raise RewriterError(f"verify()'s strata names none (there are: {known})")
     return tuple(s for s in STRATA if s.name in wanted)
 
 
@@ -448,9 +448,7 @@ def verify(
     ``strata``: draw only in these (by name: ``free``, ``dynamic axes``, ``varied``,
     ``high ranks``); pytest's short campaign draws in two.
     Verdicts come back in the packs' rule order, whichever finished first."""
-    check_arguments(paths, rule, examples, seed, out, jobs)
-    if isinstance(strata, str):
-        raise RewriterError("verify()'s strata is a list of stratum names, not one string")
+    check_arguments(paths, rule, examples, seed, out, jobs, strata)
     running = None if strata is None else tuple(s.name for s in chosen_strata(strata))
     began = time.monotonic()
     if packs is not None:
