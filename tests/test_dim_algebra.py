@@ -27,6 +27,10 @@ from rewriter.graph.types import merged_type
         ("(s0 + 1)//2", "((s0 + 1)//2)"),
         ("(2*s0 + 4)//2", "s0 + 2"),  # exact: no floor atom
         ("7//2", 3),
+        ("((batch*seq)//batch)", "seq"),  # dynamo's, for a mask [batch, seq] viewed back
+        ("(2*batch*seq + 4*batch)//(2*batch)", "seq + 2"),
+        ("(batch*seq + 1)//batch", "(batch*seq + 1)//batch"),  # not exact: one opaque name
+        ("seq//batch", "seq//batch"),
         ("x - x", 0),
         ("past + 1", "past + 1"),  # this module's own spelling is a fixed point
         ("a + -1*b + 3", "a + -1*b + 3"),

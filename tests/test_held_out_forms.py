@@ -99,3 +99,116 @@ def test_a_minus_one_through_heads_in_the_batch_axis_keeps_its_name():
     types = infer_model_types(m)
     assert shape_of(types["folded"]) == ["4*batch", 8, 16]
     assert shape_of(types["y"]) == ["batch", 4, 8, 16]
+
+
+def flat_merge_attention(bias: bool) -> object:
+    """GPT-2 as dynamo exports it with dynamic axes: Q.K^T scaled, an additive mask whose last
+    dim the exporter declares as ``((batch*seq)//batch)``, the heads merged straight to
+    [batch*seq, C] for Conv1D's Gemm, and the Gemm's result viewed back to [batch, seq, C]
+    with a target computed from x's own Shape."""
+    n = helper.make_node
+    nodes = [
+        n("MatMul", ["x", "wq"], ["q"]),
+        n("MatMul", ["x", "wk"], ["k"]),
+        n("MatMul", ["x", "wv"], ["v"]),
+        n("Reshape", ["q", "heads"], ["qh"]),
+        n("Reshape", ["k", "heads"], ["kh"]),
+        n("Reshape", ["v", "heads"], ["vh"]),
+        n("Transpose", ["qh"], ["qt"], perm=[0, 2, 1, 3]),
+        n("Transpose", ["kh"], ["kt"], perm=[0, 2, 3, 1]),
+        n("Transpose", ["vh"], ["vt"], perm=[0, 2, 1, 3]),
+        n("MatMul", ["qt", "kt"], ["s"]),
+        n("Mul", ["s", "scale"], ["ss"]),
+        n("Add", ["ss", "mask"], ["sm"]),
+        n("Softmax", ["sm"], ["p"], axis=-1),
+        n("MatMul", ["p", "vt"], ["o"]),
+        n("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["ot", "flat"], ["of"]),
+        n("Gemm", ["of", "wo", "bo"] if bias else ["of", "wo"], ["g"]),
+        n("Shape", ["x"], ["sx"]),
+        n("Gather", ["sx", "zero"], ["b"], axis=0),
+        n("Gather", ["sx", "one"], ["t"], axis=0),
+        n("Concat", ["b", "t", "width"], ["back"], axis=0),
+        n("Reshape", ["g", "back"], ["y"]),
+    ]
+    rng = np.random.default_rng(0)
+    weights = {w: rng.standard_normal((8, 8)).astype(np.float32) for w in ("wq", "wk", "wv", "wo")}
+    constants = {
+        "heads": np.array([0, 0, 2, 4], np.int64),
+        "scale": np.array(0.5, np.float32),
+        "flat": np.array([-1, 8], np.int64),
+        "bo": rng.standard_normal(8).astype(np.float32),
+        "zero": np.array([0], np.int64),
+        "one": np.array([1], np.int64),
+        "width": np.array([8], np.int64),
+    }
+    return model(
+        nodes,
+        [tensor("x", shape=["batch", "seq", 8]), tensor("mask", shape=["batch", 1, "seq", "((batch*seq)//batch)"])],
+        [tensor("y", shape=["batch", "seq", 8])],
+        [init(k, v) for k, v in {**weights, **constants}.items()],
+    )
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_heads_merged_flat_for_a_gemm_still_fuse_attention(bias):
+    """The flattened merge becomes [batch, seq, C] for a MatMul (the Gemm's Reshapes go),
+    which leaves the head merge attention fuses, and the mask's dynamo-spelled length is
+    seq."""
+    before = flat_merge_attention(bias)
+    after = rewriter.optimize(before, level="extended")
+    counts = ops(after.model)
+    assert "Softmax" not in counts and "Gemm" not in counts
+    assert counts["MultiHeadAttention"] + counts["Attention"] == 1
+    assert_same_outputs(before, after.model, atol=1e-4)
+
+
+def complex_rotary() -> object:
+    """DeepSeek-V2's rotary as TorchScript exports view_as_complex(x) * freqs_cis: pairs of
+    x's last axis as complex numbers times constant cos + i sin; q has its heads, the key one
+    head viewed from [B, S, R]."""
+    n = helper.make_node
+    nodes = []
+    for x, view, y in (("q", "pairs_q", "yq"), ("k", "pairs_k", "yk")):
+        nodes += [
+            n("Reshape", [x, view], [f"{x}h"]),
+            n("Gather", [f"{x}h", "zero"], [f"{x}a"], axis=4),
+            n("Gather", [f"{x}h", "one"], [f"{x}b"], axis=-1),
+            n("Mul", [f"{x}a", "cos"], [f"{x}ac"]),
+            n("Mul", [f"{x}b", "sin"], [f"{x}bs"]),
+            n("Sub", [f"{x}ac", f"{x}bs"], [f"{x}re"]),
+            n("Mul", ["sin", f"{x}a"], [f"{x}as"]),
+            n("Mul", [f"{x}b", "cos"], [f"{x}bc"]),
+            n("Add", [f"{x}bc", f"{x}as"], [f"{x}im"]),
+            n("Unsqueeze", [f"{x}re", "last"], [f"{x}ure"]),
+            n("Unsqueeze", [f"{x}im", "last"], [f"{x}uim"]),
+            n("Concat", [f"{x}ure", f"{x}uim"], [f"{x}c"], axis=-1),
+            n("Reshape", [f"{x}c", view.replace("pairs", "back")], [y]),
+        ]
+    angles = np.arange(3)[:, None] * (0.7 ** np.arange(2))[None, :]
+    constants = {
+        "pairs_q": np.array([2, 2, 3, -1, 2], np.int64),
+        "back_q": np.array([2, 2, 3, -1], np.int64),
+        "pairs_k": np.array([2, 1, 3, 2, 2], np.int64),
+        "back_k": np.array([2, 1, 3, 4], np.int64),
+        "zero": np.array(0, np.int64),
+        "one": np.array(1, np.int64),
+        "last": np.array([-1], np.int64),
+        "cos": np.cos(angles).astype(np.float32).reshape(1, 1, 3, 2),
+        "sin": np.sin(angles).astype(np.float32).reshape(1, 1, 3, 2),
+    }
+    return model(
+        nodes,
+        [tensor("q", shape=[2, 2, 3, 4]), tensor("k", shape=[2, 3, 4])],
+        [tensor("yq", shape=[2, 2, 3, 4]), tensor("yk", shape=[2, 1, 3, 4])],
+        [init(k, v) for k, v in constants.items()],
+    )
+
+
+def test_a_rotary_written_as_a_complex_product_becomes_rotary_embedding():
+    before = complex_rotary()
+    after = rewriter.optimize(before, level="extended")
+    assert ops(after.model) == {"RotaryEmbedding": 2, "Reshape": 1}  # the key's one-head view stays
+    assert after.report.applied("RotaryEmbeddingComplexFusion") == 1
+    assert after.report.applied("RotaryEmbeddingComplexViewFusion") == 1
+    assert_same_outputs(before, after.model, atol=1e-5)

@@ -220,11 +220,23 @@ class _Parser:
             if self.take() == "*":
                 poly = multiply(poly, self.unary())
             else:
-                divisor = self.unary()
-                if set(divisor) - {()} or divisor.get((), 0) <= 0:
-                    raise _NotAnExpression  # only by a positive number
-                poly = floor_divide(poly, divisor[()])
+                poly = self.floor_divided(poly, self.unary())
         return poly
+
+    @staticmethod
+    def floor_divided(poly: Poly, divisor: Poly) -> Poly:
+        """poly // divisor: by a positive number (floor_divide), or by a term that divides
+        every term of poly exactly (sympy leaves the dynamo exporter's
+        ``((batch*seq)//batch)`` unsimplified; it is ``seq``: a size divided by a
+        dim of the same tensor, which is not 0 where the quotient is computed)."""
+        if not set(divisor) - {()}:
+            if divisor.get((), 0) <= 0:
+                raise _NotAnExpression  # only by a positive number
+            return floor_divide(poly, divisor[()])
+        quotient = divide_exactly(poly, divisor)
+        if quotient is None:
+            raise _NotAnExpression
+        return quotient
 
     def unary(self) -> Poly:
         if self.peek() == "-":
