@@ -212,3 +212,43 @@ def test_a_rotary_written_as_a_complex_product_becomes_rotary_embedding():
     assert after.report.applied("RotaryEmbeddingComplexFusion") == 1
     assert after.report.applied("RotaryEmbeddingComplexViewFusion") == 1
     assert_same_outputs(before, after.model, atol=1e-5)
+
+
+def test_a_complex_rotary_with_heads_last_becomes_rotary_embedding_of_the_merged_heads():
+    """Llama 4's form: x [B, S, N*R] viewed as pairs [B, S, N, R/2, 2], cos [1, S, 1, R/2]."""
+    n = helper.make_node
+    nodes = [
+        n("Reshape", ["x", "pairs"], ["h"]),
+        n("Gather", ["h", "zero"], ["a"], axis=4),
+        n("Gather", ["h", "one"], ["b"], axis=4),
+        n("Mul", ["a", "cos"], ["ac"]),
+        n("Mul", ["b", "sin"], ["bs"]),
+        n("Sub", ["ac", "bs"], ["re"]),
+        n("Mul", ["a", "sin"], ["as"]),
+        n("Mul", ["b", "cos"], ["bc"]),
+        n("Add", ["as", "bc"], ["im"]),
+        n("Unsqueeze", ["re", "last"], ["ure"]),
+        n("Unsqueeze", ["im", "last"], ["uim"]),
+        n("Concat", ["ure", "uim"], ["c"], axis=-1),
+        n("Reshape", ["c", "back"], ["y"]),
+    ]
+    angles = np.arange(3)[:, None] * (0.7 ** np.arange(2))[None, :]
+    constants = {
+        "pairs": np.array([2, 3, 2, -1, 2], np.int64),
+        "back": np.array([2, 3, 2, 4], np.int64),
+        "zero": np.array(0, np.int64),
+        "one": np.array(1, np.int64),
+        "last": np.array([-1], np.int64),
+        "cos": np.cos(angles).astype(np.float32).reshape(1, 3, 1, 2),
+        "sin": np.sin(angles).astype(np.float32).reshape(1, 3, 1, 2),
+    }
+    before = model(
+        nodes,
+        [tensor("x", shape=[2, 3, 8])],
+        [tensor("y", shape=[2, 3, 2, 4])],
+        [init(k, v) for k, v in constants.items()],
+    )
+    after = rewriter.optimize(before, level="extended")
+    assert ops(after.model) == {"RotaryEmbedding": 1, "Reshape": 1}
+    assert after.report.applied("RotaryEmbeddingComplexHeadsLastFusion") == 1
+    assert_same_outputs(before, after.model, atol=1e-5)
