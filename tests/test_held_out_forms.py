@@ -163,28 +163,32 @@ def test_heads_merged_flat_for_a_gemm_still_fuse_attention(bias):
     assert_same_outputs(before, after.model, atol=1e-4)
 
 
+def complex_product(x: str, pairs: str, back: str, y: str) -> list:
+    """x's last axis as pairs of complex numbers times cos + i sin, in real arithmetic
+    (view_as_complex(x) * freqs_cis as exported), viewed back by `back`."""
+    n = helper.make_node
+    return [
+        n("Reshape", [x, pairs], [f"{x}h"]),
+        n("Gather", [f"{x}h", "zero"], [f"{x}a"], axis=4),
+        n("Gather", [f"{x}h", "one"], [f"{x}b"], axis=-1),
+        n("Mul", [f"{x}a", "cos"], [f"{x}ac"]),
+        n("Mul", [f"{x}b", "sin"], [f"{x}bs"]),
+        n("Sub", [f"{x}ac", f"{x}bs"], [f"{x}re"]),
+        n("Mul", ["sin", f"{x}a"], [f"{x}as"]),
+        n("Mul", [f"{x}b", "cos"], [f"{x}bc"]),
+        n("Add", [f"{x}bc", f"{x}as"], [f"{x}im"]),
+        n("Unsqueeze", [f"{x}re", "last"], [f"{x}ure"]),
+        n("Unsqueeze", [f"{x}im", "last"], [f"{x}uim"]),
+        n("Concat", [f"{x}ure", f"{x}uim"], [f"{x}c"], axis=-1),
+        n("Reshape", [f"{x}c", back], [y]),
+    ]
+
+
 def complex_rotary() -> object:
     """DeepSeek-V2's rotary as TorchScript exports view_as_complex(x) * freqs_cis: pairs of
     x's last axis as complex numbers times constant cos + i sin; q has its heads, the key one
     head viewed from [B, S, R]."""
-    n = helper.make_node
-    nodes = []
-    for x, view, y in (("q", "pairs_q", "yq"), ("k", "pairs_k", "yk")):
-        nodes += [
-            n("Reshape", [x, view], [f"{x}h"]),
-            n("Gather", [f"{x}h", "zero"], [f"{x}a"], axis=4),
-            n("Gather", [f"{x}h", "one"], [f"{x}b"], axis=-1),
-            n("Mul", [f"{x}a", "cos"], [f"{x}ac"]),
-            n("Mul", [f"{x}b", "sin"], [f"{x}bs"]),
-            n("Sub", [f"{x}ac", f"{x}bs"], [f"{x}re"]),
-            n("Mul", ["sin", f"{x}a"], [f"{x}as"]),
-            n("Mul", [f"{x}b", "cos"], [f"{x}bc"]),
-            n("Add", [f"{x}bc", f"{x}as"], [f"{x}im"]),
-            n("Unsqueeze", [f"{x}re", "last"], [f"{x}ure"]),
-            n("Unsqueeze", [f"{x}im", "last"], [f"{x}uim"]),
-            n("Concat", [f"{x}ure", f"{x}uim"], [f"{x}c"], axis=-1),
-            n("Reshape", [f"{x}c", view.replace("pairs", "back")], [y]),
-        ]
+    nodes = complex_product("q", "pairs_q", "back_q", "yq") + complex_product("k", "pairs_k", "back_k", "yk")
     angles = np.arange(3)[:, None] * (0.7 ** np.arange(2))[None, :]
     constants = {
         "pairs_q": np.array([2, 2, 3, -1, 2], np.int64),
@@ -216,22 +220,7 @@ def test_a_rotary_written_as_a_complex_product_becomes_rotary_embedding():
 
 def test_a_complex_rotary_with_heads_last_becomes_rotary_embedding_of_the_merged_heads():
     """Llama 4's form: x [B, S, N*R] viewed as pairs [B, S, N, R/2, 2], cos [1, S, 1, R/2]."""
-    n = helper.make_node
-    nodes = [
-        n("Reshape", ["x", "pairs"], ["h"]),
-        n("Gather", ["h", "zero"], ["a"], axis=4),
-        n("Gather", ["h", "one"], ["b"], axis=4),
-        n("Mul", ["a", "cos"], ["ac"]),
-        n("Mul", ["b", "sin"], ["bs"]),
-        n("Sub", ["ac", "bs"], ["re"]),
-        n("Mul", ["a", "sin"], ["as"]),
-        n("Mul", ["b", "cos"], ["bc"]),
-        n("Add", ["as", "bc"], ["im"]),
-        n("Unsqueeze", ["re", "last"], ["ure"]),
-        n("Unsqueeze", ["im", "last"], ["uim"]),
-        n("Concat", ["ure", "uim"], ["c"], axis=-1),
-        n("Reshape", ["c", "back"], ["y"]),
-    ]
+    nodes = complex_product("x", "pairs", "back", "y")
     angles = np.arange(3)[:, None] * (0.7 ** np.arange(2))[None, :]
     constants = {
         "pairs": np.array([2, 3, 2, -1, 2], np.int64),
