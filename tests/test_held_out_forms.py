@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import assert_same_outputs, init, model, ops, tensor
+from helpers import assert_same_outputs, init, model, ops, run, tensor
 from onnx import helper
 
 import rewriter
@@ -241,3 +241,121 @@ def test_a_complex_rotary_with_heads_last_becomes_rotary_embedding_of_the_merged
     assert ops(after.model) == {"RotaryEmbedding": 1, "Reshape": 1}
     assert after.report.applied("RotaryEmbeddingComplexHeadsLastFusion") == 1
     assert_same_outputs(before, after.model, atol=1e-5)
+
+
+def softcapped_attention(past: bool, seq: int | str = "S", softcap: bool = True) -> object:
+    """Gemma 2's attention: q [B, S, 4 x 8] and k, v [B, S, 2 x 8] split into heads, k and v
+    repeated for the query heads (repeat_kv), cap * tanh(q.k^T * scale / cap) plus a mask,
+    Softmax, times v, merged back; with `past`, k and v are appended to a cache first (and
+    are the model's present outputs); without `softcap`, Llama's and Qwen2's attention."""
+    n = helper.make_node
+    kh, vh = ("kc", "vc") if past else ("kh", "vh")
+    nodes = [
+        n("Reshape", ["q", "split_q"], ["q4"]),
+        n("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["k", "split_kv"], ["k4"]),
+        n("Transpose", ["k4"], ["kh"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["v", "split_kv"], ["v4"]),
+        n("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3]),
+        *([n("Concat", ["past_k", "kh"], ["kc"], axis=2), n("Concat", ["past_v", "vh"], ["vc"], axis=2)] if past else []),
+        n("Unsqueeze", [kh, "axis2"], ["ku"]),
+        n("Expand", ["ku", "repeat"], ["ke"]),
+        n("Reshape", ["ke", "merge_groups"], ["kr"]),
+        n("Unsqueeze", [vh, "axis2"], ["vu"]),
+        n("Expand", ["vu", "repeat"], ["ve"]),
+        n("Reshape", ["ve", "merge_groups"], ["vr"]),
+        n("Transpose", ["kr"], ["kt"], perm=[0, 1, 3, 2]),
+        n("MatMul", ["qh", "kt"], ["qk"]),
+        n("Mul", ["qk", "scale"], ["scaled"]),
+        *([n("Div", ["scaled", "cap"], ["z"]), n("Tanh", ["z"], ["t"]), n("Mul", ["t", "cap"], ["capped"])] if softcap else []),
+        n("Add", ["capped" if softcap else "scaled", "mask"], ["masked"]),
+        n("Softmax", ["masked"], ["p"], axis=-1),
+        n("MatMul", ["p", "vr"], ["pv"]),
+        n("Transpose", ["pv"], ["o"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["o", "merge"], ["y"]),
+    ]
+    inits = [
+        init("split_q", np.array([0, 0, 4, 8], np.int64)),
+        init("split_kv", np.array([0, 0, 2, 8], np.int64)),
+        init("axis2", np.array([2], np.int64)),
+        init("repeat", np.array([1, 1, 2, 1, 1], np.int64)),
+        init("merge_groups", np.array([0, 4, -1, 8], np.int64)),
+        init("scale", np.array(8**-0.5, np.float32)),
+        *([init("cap", np.array(50.0, np.float32))] if softcap else []),
+        init("merge", np.array([0, 0, 32], np.int64)),
+    ]
+    inputs = [
+        tensor("q", shape=["B", seq, 32]),
+        tensor("k", shape=["B", seq, 16]),
+        tensor("v", shape=["B", seq, 16]),
+        tensor("mask", shape=["B", 1, seq, "T" if past else seq]),
+    ]
+    outputs = [tensor("y", shape=["B", seq, 32])]
+    if past:
+        inputs += [tensor("past_k", shape=["B", 2, "P", 8]), tensor("past_v", shape=["B", 2, "P", 8])]
+        outputs += [tensor("kc", shape=["B", 2, "T", 8]), tensor("vc", shape=["B", 2, "T", 8])]
+    return model(nodes, inputs, outputs, inits)
+
+
+def test_soft_capped_attention_becomes_group_query_attention_of_the_unrepeated_heads():
+    before = softcapped_attention(past=False)
+    after = rewriter.optimize(before, level="extended")
+    found = ops(after.model)
+    assert found["GroupQueryAttention"] == 1 and not {"Tanh", "Softmax", "Unsqueeze"} & set(found)
+    assert after.report.applied("GroupQueryAttentionSoftcapRepeatedFusion") == 1
+    assert ops(after.model)["Shape"] == 1  # the lengths read from the mask [B, 1, S, S]
+    gqa = next(node for node in after.model.graph.node if node.op_type == "GroupQueryAttention")
+    attributes = {a.name: helper.get_attribute_value(a) for a in gqa.attribute}
+    assert (attributes["num_heads"], attributes["kv_num_heads"], attributes["causal"]) == (4, 2, 0)
+    assert attributes["softcap"] == pytest.approx(50.0)
+    rng = np.random.default_rng(3)
+    for batch, seq in [(1, 1), (2, 5)]:
+        feeds = {
+            "q": rng.standard_normal([batch, seq, 32]).astype(np.float32) * 4,
+            "k": rng.standard_normal([batch, seq, 16]).astype(np.float32) * 4,
+            "v": rng.standard_normal([batch, seq, 16]).astype(np.float32),
+            "mask": np.where(rng.random([batch, 1, seq, seq]) < 0.3, -1e9, 0.0).astype(np.float32),
+        }
+        for a, b in zip(run(before, feeds), run(after.model, feeds)):
+            np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_grouped_query_attention_without_a_cache_reads_each_key_head_once():
+    """Multi-head attention over keys repeated for the query heads (repeat_kv) is
+    GroupQueryAttention of the heads before the repeat."""
+    before = softcapped_attention(past=False, softcap=False)
+    after = rewriter.optimize(before, level="extended")
+    found = ops(after.model)
+    assert found["GroupQueryAttention"] == 1 and not {"MultiHeadAttention", "Softmax", "Unsqueeze"} & set(found)
+    assert after.report.applied("GroupQueryAttentionRepeatedHeadsFusion") == 1
+    gqa = next(node for node in after.model.graph.node if node.op_type == "GroupQueryAttention")
+    attributes = {a.name: helper.get_attribute_value(a) for a in gqa.attribute}
+    assert (attributes["num_heads"], attributes["kv_num_heads"], attributes["causal"]) == (4, 2, 0)
+    assert_same_outputs(before, after.model)
+
+
+def test_soft_capped_attention_over_a_cache_of_several_queries_and_items_is_left_alone():
+    """With a cache the kernel refuses several queries for several batch items."""
+    before = softcapped_attention(past=True)
+    after = rewriter.optimize(before, level="extended").model
+    assert "GroupQueryAttention" not in ops(after) and ops(after)["Tanh"] == 1
+
+
+def test_soft_capped_attention_of_one_query_over_a_cache_reads_the_cache_in_the_kernel():
+    before = softcapped_attention(past=True, seq=1)
+    after = rewriter.optimize(before, level="extended")
+    found = ops(after.model)
+    assert found["GroupQueryAttention"] == 1 and not {"Tanh", "Softmax", "Concat", "Unsqueeze"} & set(found)
+    assert after.report.applied("GroupQueryAttentionSoftcapCachedFusion") == 1
+    rng = np.random.default_rng(4)
+    for batch, cached in [(1, 0), (3, 4)]:
+        feeds = {
+            "q": rng.standard_normal([batch, 1, 32]).astype(np.float32) * 4,
+            "k": rng.standard_normal([batch, 1, 16]).astype(np.float32) * 4,
+            "v": rng.standard_normal([batch, 1, 16]).astype(np.float32),
+            "mask": np.where(rng.random([batch, 1, 1, cached + 1]) < 0.3, -1e9, 0.0).astype(np.float32),
+            "past_k": rng.standard_normal([batch, 2, cached, 8]).astype(np.float32),
+            "past_v": rng.standard_normal([batch, 2, cached, 8]).astype(np.float32),
+        }
+        for a, b in zip(run(before, feeds), run(after.model, feeds)):
+            np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)

@@ -181,7 +181,12 @@ class _Checker:
                 info = self.op_info(alt.domain, alt.op, alt.pos)
                 variadic = any(isinstance(a, A.RestArg) for a in alt.args)
                 fixed = [a for a in alt.args if not isinstance(a, A.RestArg)]
-                required = sum(1 for a in fixed if not (isinstance(a, A.VarArg) and a.optional))
+                # an optional input before a required one still holds its position
+                # (GroupQueryAttention's past_key? before seqlens_k): count positions up to
+                # the last required input
+                required = max(
+                    (i + 1 for i, a in enumerate(fixed) if not (isinstance(a, A.VarArg) and a.optional)), default=0
+                )
                 self.check_arity(info, len(fixed), len(eq.outs), variadic, alt.op, alt.pos)
                 if info is not None and required < info.min_inputs and not variadic:
                     self.error(f"{alt.op} needs at least {info.min_inputs} inputs, got {required}", alt.pos)

@@ -533,7 +533,7 @@ class _Builder:
                     )
                 )
             elif array.dtype.kind in "iu":
-                array = array.astype(np.int64)
+                array = array.astype(hinted_integer_type(array.dtype, ctx, slot))
             return self.add_value(name, Spec(0, list(array.shape), self._maybe_special(name, array)), True)
         if hint is not None and hint.dims is not None:
             dtype = DTYPES[hint.dtype] if hint.dtype else ctx.dtype
@@ -895,7 +895,7 @@ class _Builder:
         except Exception as err:  # unknown to onnx (contrib op) or an invalid draw
             if domain:
                 return self._infer_with_ort(node)
-            raise Reject(f"{node.op_type}: {str(err).splitlines()[0][:200]}") from None
+            raise Reject(f"{node.op_type}: {str(err).splitlines()[0][:900]}") from None
 
     def _infer_with_ort(self, node: onnx.NodeProto) -> dict:
         """Output types of an op onnx does not know, by running the partial model."""
@@ -904,7 +904,7 @@ class _Builder:
         try:
             outputs = run_model(model, random_feeds(model, 0, shapes=self.input_shapes))
         except Exception as err:
-            raise Reject(f"{node.op_type}: {str(err).splitlines()[0][:200]}") from None
+            raise Reject(f"{node.op_type}: {str(err).splitlines()[0][:900]}") from None
         return {
             name: helper.make_tensor_type_proto(helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape))
             for name, array in outputs.items()
@@ -926,6 +926,23 @@ def _max_inputs(ctx: NodeContext) -> int:
     """How many inputs the op takes at the instance's opset (an optional input past them,
     Pad's axes before opset 18, is drawn absent: present it only made invalid models)."""
     return ctx.info.max_inputs if ctx.info is not None else 1 << 30
+
+
+def hinted_integer_type(dtype: np.dtype, ctx: NodeContext, slot: int) -> np.dtype:
+    """The element type an integer hint is drawn in: its own (``array([2, 2], int32)``) where
+    the op's schema takes it at ``slot`` (GroupQueryAttention's seqlens_k is int32 only), else
+    int64 where the schema takes that or says nothing (a plain ``[2, 2]``), else the first
+    integer type the schema takes."""
+    allowed = input_types(ctx.info, slot)
+    own = TYPE_NAMES.get(helper.np_dtype_to_tensor_dtype(dtype))
+    if allowed and own in allowed:
+        return dtype
+    if not allowed or TYPE_NAMES[TensorProto.INT64] in allowed:
+        return np.dtype(np.int64)
+    for candidate in TYPE_NAMES:
+        if TYPE_NAMES[candidate] in allowed and helper.tensor_dtype_to_np_dtype(candidate).kind in "iu":
+            return helper.tensor_dtype_to_np_dtype(candidate)
+    return np.dtype(np.int64)
 
 
 def schema_typed(spec: Spec, ctx: NodeContext, slot: int) -> Spec:
