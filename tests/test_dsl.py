@@ -156,10 +156,9 @@ def test_op_arity_accepts_any_opset_version():
 def test_an_optional_input_before_a_required_one_holds_its_position():
     # GroupQueryAttention's past_key and past_value (optional) come before seqlens_k and
     # total_sequence_length (required): the pattern names all seven positions
-    load_pack_text(
-        HEADER + "rule A { y = com.microsoft.GroupQueryAttention(q, k, v, pk?, pv?, lens, total) => y = q }"
-    )
-    error = parse_error(HEADER + "rule A {\n  y = com.microsoft.GroupQueryAttention(q, k, v, pk?, pv?, lens)\n  => y = q }")
+    load_pack_text(HEADER + "rule A { y = com.microsoft.GroupQueryAttention(q, k, v, pk?, pv?, lens, total) => y = q }")
+    pattern = "y = com.microsoft.GroupQueryAttention(q, k, v, pk?, pv?, lens)"
+    error = parse_error(HEADER + f"rule A {{\n  {pattern}\n  => y = q }}")
     assert "needs at least 7 inputs, got 6" in error.message
 
 

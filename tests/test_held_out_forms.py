@@ -257,7 +257,11 @@ def softcapped_attention(past: bool, seq: int | str = "S", softcap: bool = True)
         n("Transpose", ["k4"], ["kh"], perm=[0, 2, 1, 3]),
         n("Reshape", ["v", "split_kv"], ["v4"]),
         n("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3]),
-        *([n("Concat", ["past_k", "kh"], ["kc"], axis=2), n("Concat", ["past_v", "vh"], ["vc"], axis=2)] if past else []),
+        *(
+            [n("Concat", ["past_k", "kh"], ["kc"], axis=2), n("Concat", ["past_v", "vh"], ["vc"], axis=2)]
+            if past
+            else []
+        ),
         n("Unsqueeze", [kh, "axis2"], ["ku"]),
         n("Expand", ["ku", "repeat"], ["ke"]),
         n("Reshape", ["ke", "merge_groups"], ["kr"]),
@@ -267,7 +271,11 @@ def softcapped_attention(past: bool, seq: int | str = "S", softcap: bool = True)
         n("Transpose", ["kr"], ["kt"], perm=[0, 1, 3, 2]),
         n("MatMul", ["qh", "kt"], ["qk"]),
         n("Mul", ["qk", "scale"], ["scaled"]),
-        *([n("Div", ["scaled", "cap"], ["z"]), n("Tanh", ["z"], ["t"]), n("Mul", ["t", "cap"], ["capped"])] if softcap else []),
+        *(
+            [n("Div", ["scaled", "cap"], ["z"]), n("Tanh", ["z"], ["t"]), n("Mul", ["t", "cap"], ["capped"])]
+            if softcap
+            else []
+        ),
         n("Add", ["capped" if softcap else "scaled", "mask"], ["masked"]),
         n("Softmax", ["masked"], ["p"], axis=-1),
         n("MatMul", ["p", "vr"], ["pv"]),
