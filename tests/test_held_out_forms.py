@@ -367,3 +367,23 @@ def test_soft_capped_attention_of_one_query_over_a_cache_reads_the_cache_in_the_
         }
         for a, b in zip(run(before, feeds), run(after.model, feeds)):
             np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_grouped_query_attention_of_one_query_over_a_cache_reads_the_cache_in_the_kernel():
+    before = softcapped_attention(past=True, seq=1, softcap=False)
+    after = rewriter.optimize(before, level="extended")
+    found = ops(after.model)
+    assert found["GroupQueryAttention"] == 1 and not {"MultiHeadAttention", "Concat", "Unsqueeze"} & set(found)
+    assert after.report.applied("GroupQueryAttentionCachedRepeatedHeadsFusion") == 1
+    rng = np.random.default_rng(5)
+    for batch, cached in [(1, 0), (3, 4)]:
+        feeds = {
+            "q": rng.standard_normal([batch, 1, 32]).astype(np.float32),
+            "k": rng.standard_normal([batch, 1, 16]).astype(np.float32),
+            "v": rng.standard_normal([batch, 1, 16]).astype(np.float32),
+            "mask": np.where(rng.random([batch, 1, 1, cached + 1]) < 0.3, -1e9, 0.0).astype(np.float32),
+            "past_k": rng.standard_normal([batch, 2, cached, 8]).astype(np.float32),
+            "past_v": rng.standard_normal([batch, 2, cached, 8]).astype(np.float32),
+        }
+        for a, b in zip(run(before, feeds), run(after.model, feeds)):
+            np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
