@@ -271,3 +271,24 @@ def test_replacement_with_wrong_arity_for_the_opset_is_refused():
         [helper.make_node("Relu", ["x"], ["y"])], [tensor("x", shape=[4])], [tensor("y", shape=[4])], opset=10
     )
     assert ops(optimize_with(before, rules).model) == {"Relu": 1}
+
+
+def test_a_replacement_reading_a_value_computed_from_one_it_redefines_is_refused():
+    """The replacement redefines c (a graph output, as a present key is) with a node that
+    reads t, and t is computed from c's shape: the rewritten graph would have a cycle."""
+    rules = HEADER + (
+        "rule R root y {\n  c = Concat(a, b) {axis: 0}\n  y = Mul(c, t)\n"
+        "  =>\n  c = Concat(a, Add(b, Sub(t, t))) {axis: 0}\n  y = Mul(c, t)\n}"
+    )
+    nodes = [
+        helper.make_node("Concat", ["a", "b"], ["c"], axis=0),
+        helper.make_node("Shape", ["c"], ["s"]),
+        helper.make_node("Cast", ["s"], ["t"], to=onnx.TensorProto.FLOAT),
+        helper.make_node("Mul", ["c", "t"], ["y"]),
+    ]
+    before = model(
+        nodes, [tensor("a", shape=[2]), tensor("b", shape=[2])], [tensor("y", shape=[4]), tensor("c", shape=[4])]
+    )
+    result = optimize_with(before, rules)
+    assert result.report.applied("R") == 0
+    assert_same_outputs(before, result.model)

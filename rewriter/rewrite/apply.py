@@ -467,11 +467,43 @@ class Rewriter:
             if source in renamed or not view.has_value(source):
                 raise Refused(f"'{source}' cannot take the name '{target}'", kind="alias", value=source)
             renamed.add(source)
+        loop = self._read_through_replaced(replaced, referenced, deleted, build)
+        if loop:
+            read, redefined = loop
+            raise Refused(
+                f"'{read}' is computed from '{redefined}', which the replacement redefines: a cycle",
+                kind="cycle",
+                value=read,
+            )
         ill_typed = replacement_type_problem(
             view, build.nodes, build.names, build.initializers, build.aliases, replaced, build.types
         )
         if ill_typed:
             raise Refused(ill_typed, ill_typed.rule_fault, kind="types")
+
+    def _read_through_replaced(
+        self, replaced: set[str], referenced: set[str], deleted: set[NodeId], build: _Build
+    ) -> tuple[str, str] | None:
+        """A value the replacement reads that the graph computes from a value the replacement
+        redefines (a mask computed from the shape of the present key that a new attention
+        node outputs), with that value: the rewritten graph would have a cycle."""
+        view = self.view
+        if not any(c not in deleted for value in replaced for c, _ in view.consumers(value)):
+            return None  # nothing outside the match reads a redefined value
+        new_values = {o for _, outputs in build.names for o in outputs} | {t.name for t in build.initializers}
+        seen: set[NodeId] = set()  # searched already, no redefined value above them
+        for read in sorted(referenced - new_values):
+            stack = [read]
+            while stack:
+                value = stack.pop()
+                if value in replaced:
+                    return read, value
+                producer = view.producer(value)
+                if producer is None or producer in seen or producer in deleted:
+                    continue
+                seen.add(producer)
+                stack.extend(i for i in view.inputs(producer) if i)
+        return None
 
     def _dies_with(
         self, node_id: NodeId, deleted: set[NodeId], referenced: set[str], memo: dict[NodeId, bool], depth: int = 0
