@@ -351,3 +351,16 @@ def test_strata_choose_where_the_examples_are_drawn(tmp_path):
         verify_text(relu, tmp_path, strata=["fast"])
     with pytest.raises(RewriterError, match="not one string"):
         verify_text(relu, tmp_path, strata="free")
+
+
+def test_a_rewrite_that_fails_on_an_empty_batch_is_caught(tmp_path):
+    """Relu(Relu(x)) -> Relu(x) viewed as [0, -1]: equal on every non-empty input, but the
+    rewritten model refuses an empty batch (a -1
+    over no elements is ambiguous) where the original gives an empty result: with dynamic
+    axes the campaign runs each draw once more with every symbolic dim 0."""
+    text = HEADER + (
+        "rule ReluRows root y {\n  y = Relu(Relu(x))\n  where rank(x) == 2\n"
+        "  example x: [B, 4]\n  =>\n  y = Reshape(Relu(x), array([0, -1], int64))\n}"
+    )
+    verdict = only_verdict(verify_text(text, tmp_path, examples=20))
+    assert verdict.verdict == "FAIL" and "empty" in verdict.message, verdict.message

@@ -50,7 +50,7 @@ from ..pipeline import optimize
 from ..resources import bundled_pack_paths
 from .arguments import check_arguments
 from .artifacts import complete_report, describe, write_artifacts
-from .compare import compare_outputs, feeds_tolerance, random_feeds, run_model
+from .compare import compare_outputs, empty_feeds, empty_result_problem, feeds_tolerance, random_feeds, run_model
 from .diagnose import reason_key, summarize, why_not_applied
 from .instance import STRATA, Reject, Stratum, draw_instance
 
@@ -61,6 +61,7 @@ DIAGNOSED_DRAWS = 12  # draws the engine left alone whose reason is looked for
 RUNNING = ".running"  # OUT/PACK/RULE/.running: the rewritten draw being run right now
 CRASHED = "onnxruntime crashed the process running the rewritten model"
 CRASHED_ORIGINAL = "onnxruntime crashed the process running a drawn instance itself, before any rewrite"
+CRASHED_EMPTY = "onnxruntime crashed the process running the rewritten model on empty inputs (dynamic dims 0)"
 
 
 @dataclass
@@ -112,6 +113,34 @@ def verify_provider(rule, pack) -> str:
     the saved model)."""
     providers = rule.providers or pack.providers
     return "CPU" if not providers or "CPU" in providers else providers[0]
+
+
+def _empty_inputs_problem(instance, after, running: Path, rule_name: str, reproduce: str) -> str | None:
+    """With dynamic axes, the draw once more with every symbolic dim 0: where the original
+    gives an empty result, the rewritten model must give the same shapes, not fail (or crash:
+    the parent finds the draw that killed the process)."""
+    empty = empty_feeds(instance.model)
+    if empty is None:
+        return None
+    try:
+        expected = run_model(instance.model, empty)
+    except Exception:  # the original refuses empty inputs itself: nothing to keep
+        return None
+    write_artifacts(
+        running,
+        instance.model,
+        after,
+        empty,
+        describe(instance.model, empty, instance.draws, CRASHED_EMPTY, rule_name, reproduce, values=False),
+    )
+    try:
+        got = run_model(after, empty)
+    except Exception as error:
+        reason = str(error).splitlines()[0][:200]
+        return (
+            f"on empty inputs (dynamic dims 0) the original gives an empty result, the rewritten model fails: {reason}"
+        )
+    return empty_result_problem(expected, got)
 
 
 def _fail_if(problem: str | None) -> None:
@@ -303,6 +332,8 @@ def verify_rule(
                         for name in [difference.output]
                         if name in after_outputs
                     }
+                else:
+                    problem = _empty_inputs_problem(instance, after, running, rule.name, reproduce)
         if problem is not None:
             failing["seen"] = True
             # each failure found while shrinking is smaller than the last: the last is kept

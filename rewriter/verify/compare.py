@@ -46,6 +46,35 @@ def random_feeds(
     return feeds
 
 
+def empty_feeds(model: onnx.ModelProto) -> dict[str, np.ndarray] | None:
+    """Inputs with every symbolic dim 0 (an empty batch, no tokens), or None when no input
+    has one.  A rewrite must not fail or crash where the original gives an empty result
+    (onnxruntime's GroupQueryAttention divides by the batch size)."""
+    initializers = {t.name for t in model.graph.initializer}
+    feeds, symbolic = {}, False
+    for vi in model.graph.input:
+        if vi.name in initializers:
+            continue
+        tensor = vi.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else 0 for d in tensor.shape.dim]
+        symbolic |= any(not d.HasField("dim_value") for d in tensor.shape.dim)
+        feeds[vi.name] = np.zeros(dims, helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+    return feeds if symbolic else None
+
+
+def empty_result_problem(before: dict[str, np.ndarray], after: dict[str, np.ndarray]) -> str | None:
+    """How the rewritten model's outputs on empty inputs differ from the original's (their
+    shapes: the values of an empty result are none), or None."""
+    for name, expected in before.items():
+        got = after.get(name)
+        if got is None or got.shape != expected.shape:
+            return (
+                f"on empty inputs (dynamic dims 0) output '{name}' has shape "
+                f"{None if got is None else list(got.shape)}, the original's {list(expected.shape)}"
+            )
+    return None
+
+
 def run_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     import onnxruntime as ort
 
