@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
 
+import onnx
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
@@ -52,7 +53,7 @@ from .arguments import check_arguments
 from .artifacts import complete_report, describe, write_artifacts
 from .compare import compare_outputs, empty_feeds, empty_result_problem, feeds_tolerance, random_feeds, run_model
 from .diagnose import reason_key, summarize, why_not_applied
-from .instance import STRATA, Reject, Stratum, draw_instance
+from .instance import STRATA, Instance, Reject, Stratum, draw_instance
 
 DEFAULT_EXAMPLES = 50  # rewritten instances compared per rule
 BUDGET_SECONDS = 30.0  # a rule's campaign, drawing and shrinking together, then it stops
@@ -115,7 +116,9 @@ def verify_provider(rule, pack) -> str:
     return "CPU" if not providers or "CPU" in providers else providers[0]
 
 
-def _empty_inputs_problem(instance, after, running: Path, rule_name: str, reproduce: str) -> str | None:
+def _empty_inputs_problem(
+    instance: Instance, after: onnx.ModelProto, running: Path, rule_name: str, reproduce: str
+) -> str | None:
     """With dynamic axes, the draw once more with every symbolic dim 0: where the original
     gives an empty result, the rewritten model must give the same shapes, not fail (or crash:
     the parent finds the draw that killed the process)."""

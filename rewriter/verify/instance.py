@@ -895,7 +895,7 @@ class _Builder:
         except Exception as err:  # unknown to onnx (contrib op) or an invalid draw
             if domain:
                 return self._infer_with_ort(node)
-            raise Reject(f"{node.op_type}: {str(err).splitlines()[0][:900]}") from None
+            raise Reject(f"{node.op_type}: {str(err).splitlines()[0][:400]}") from None
 
     def _infer_with_ort(self, node: onnx.NodeProto) -> dict:
         """Output types of an op onnx does not know, by running the partial model."""
@@ -904,7 +904,7 @@ class _Builder:
         try:
             outputs = run_model(model, random_feeds(model, 0, shapes=self.input_shapes))
         except Exception as err:
-            raise Reject(f"{node.op_type}: {str(err).splitlines()[0][:900]}") from None
+            raise Reject(f"{node.op_type}: {str(err).splitlines()[0][:400]}") from None
         return {
             name: helper.make_tensor_type_proto(helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape))
             for name, array in outputs.items()
