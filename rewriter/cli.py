@@ -440,11 +440,14 @@ def _ceiling(max_memory: str) -> MemoryCeiling:
 
     try:
         size = None if max_memory == "auto" else parse_size(max_memory)
-        return MemoryCeiling(size, automatic=max_memory == "auto")
+        ceiling = MemoryCeiling(size, automatic=max_memory == "auto")
     except TooLittle as error:
         _fail(f"out of memory: --max-memory {error}")
     except ValueError as error:
         _fail(f"--max-memory: {error}")
+    # the limit ends with the command, however it ends (an error's exit included)
+    click.get_current_context().call_on_close(ceiling.release)
+    return ceiling
 
 
 @cli.command()

@@ -96,8 +96,10 @@ class MemoryCeiling:
         self.current: int | None = None
         self._allowed = BASE
         self._outer = None
+        self._before: int | None = None  # the soft limit to give back (``release``)
         if resource is not None and hasattr(resource, "RLIMIT_AS"):
             soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+            self._before = soft
             self._outer = None if soft == resource.RLIM_INFINITY else soft
         if fixed is not None:
             mapped = mapped_now()
@@ -132,6 +134,19 @@ class MemoryCeiling:
         except (ValueError, OSError):  # pragma: no cover - refused: keep what there is
             return
         self.current = size
+
+    def release(self) -> None:
+        """Give back the soft limit the process had before: the ceiling is the command's,
+        not the process's (a command run in-process, by a test or a tool that embeds the
+        command line, must not leave the rest of that process under it)."""
+        if self.current is None or self._before is None or resource is None:
+            return
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (self._before, hard))
+        except (ValueError, OSError):  # pragma: no cover - refused: keep what there is
+            return
+        self.current = None
 
     def describe(self) -> str:
         if self.current is not None:

@@ -416,3 +416,22 @@ def test_model_over_2gb_goes_through_with_external_data(tmp_path):
     idx = np.array([0, 1234567, count - 1], np.int64)
     expected = sum((idx + k) % 1000 for k in range(4)).astype(np.float32)
     np.testing.assert_array_equal(session.run(None, {"idx": idx})[0], expected)
+
+
+@pytest.mark.parametrize("command", ["optimize", "explain"])
+@pytest.mark.parametrize("model_name", ["convnet_bn.onnx", "missing.onnx"])
+def test_a_command_run_in_process_leaves_the_process_memory_limit_as_it_was(tmp_path, command, model_name):
+    """The memory ceiling is the command's: run in-process (a test, a tool embedding the
+    command line) it was left on the whole process, and later work there hit MemoryError."""
+    resource = pytest.importorskip("resource")
+    from click.testing import CliRunner
+
+    from rewriter.cli import cli
+
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    argv = [command, str(MODELS / model_name), "--level", "basic"]
+    if command == "optimize":
+        argv += ["-o", str(tmp_path / "out.onnx"), "--quiet"]
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == (0 if model_name != "missing.onnx" else 2), result.output
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
