@@ -430,9 +430,21 @@ def _print_explanation(explanation, limit: int) -> None:
 
 
 def _cache_off(no_cache: bool) -> None:
-    """``--no-cache``: as ``REWRITER_CACHE=0`` (README.md, "Cache") for this process."""
-    if no_cache:
-        os.environ[CACHE_SWITCH_VARIABLE] = "0"
+    """``--no-cache``: as ``REWRITER_CACHE=0`` (README.md, "Cache") for this command; the
+    variable is given back as it was when the command ends (run in-process, it must not
+    turn the cache off for the rest of that process)."""
+    if not no_cache:
+        return
+    before = os.environ.get(CACHE_SWITCH_VARIABLE)
+    os.environ[CACHE_SWITCH_VARIABLE] = "0"
+
+    def give_back() -> None:
+        if before is None:
+            os.environ.pop(CACHE_SWITCH_VARIABLE, None)
+        else:
+            os.environ[CACHE_SWITCH_VARIABLE] = before
+
+    click.get_current_context().call_on_close(give_back)
 
 
 def _ceiling(max_memory: str) -> MemoryCeiling:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -435,3 +436,22 @@ def test_a_command_run_in_process_leaves_the_process_memory_limit_as_it_was(tmp_
     result = CliRunner().invoke(cli, argv)
     assert result.exit_code == (0 if model_name != "missing.onnx" else 2), result.output
     assert resource.getrlimit(resource.RLIMIT_AS) == before
+
+
+@pytest.mark.parametrize("command", ["optimize", "rules"])
+def test_no_cache_run_in_process_leaves_the_cache_switch_as_it_was(tmp_path, monkeypatch, command):
+    """``--no-cache`` is the command's: the process's REWRITER_CACHE is given back after it."""
+    from click.testing import CliRunner
+
+    from rewriter.cli import cli
+
+    monkeypatch.delenv("REWRITER_CACHE", raising=False)
+    argv = [command, "--no-cache"]
+    if command == "optimize":
+        argv[1:1] = [str(MODELS / "convnet_bn.onnx"), "-o", str(tmp_path / "out.onnx"), "--quiet"]
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 0, result.output
+    assert "REWRITER_CACHE" not in os.environ
+    monkeypatch.setenv("REWRITER_CACHE", "1")
+    assert CliRunner().invoke(cli, argv).exit_code == 0
+    assert os.environ["REWRITER_CACHE"] == "1"
