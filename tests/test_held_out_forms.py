@@ -6,6 +6,7 @@ batch axis."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from helpers import assert_same_outputs, init, model, ops, run, tensor
 from onnx import helper
@@ -244,11 +245,21 @@ def test_a_complex_rotary_with_heads_last_becomes_rotary_embedding_of_the_merged
     assert_same_outputs(before, after.model, atol=1e-5)
 
 
-def softcapped_attention(past: bool, batch: int | str, seq: int | str, softcap: bool = True) -> object:
+def softcapped_attention(
+    past: bool,
+    batch: int | str,
+    seq: int | str,
+    softcap: bool = True,
+    sink: np.ndarray | None = None,
+    masked: float = float(np.finfo(np.float32).min),
+) -> object:
     """Gemma 2's attention: q [B, S, 4 x 8] and k, v [B, S, 2 x 8] split into heads, k and v
     repeated for the query heads (repeat_kv), cap * tanh(q.k^T * scale / cap) plus a mask,
     Softmax, times v, merged back; with `past`, k and v are appended to a cache first (and
-    are the model's present outputs); without `softcap`, Llama's and Qwen2's attention."""
+    are the model's present outputs); without `softcap`, Llama's and Qwen2's attention; with
+    `sink` (a logit per head, [1, 4, 1]), Granite SWA's gate sigmoid(LogSumExp(scores) - sink)
+    on each head's output, and the mask built by Where(keep, 0, masked) from a boolean input
+    `keep` as exporters build it."""
     n = helper.make_node
     kh, vh = ("kc", "vc") if past else ("kh", "vh")
     nodes = [
@@ -279,7 +290,18 @@ def softcapped_attention(past: bool, batch: int | str, seq: int | str, softcap: 
         ),
         n("Add", ["capped" if softcap else "scaled", "mask"], ["masked"]),
         n("Softmax", ["masked"], ["p"], axis=-1),
-        n("MatMul", ["p", "vr"], ["pv"]),
+        n("MatMul", ["p", "vr"], ["pv" if sink is None else "pv_ungated"]),
+        *(
+            [
+                n("ReduceLogSumExp", ["masked"], ["lse"], axes=[-1], keepdims=0),
+                n("Sub", ["lse", "sink"], ["lse_sink"]),
+                n("Sigmoid", ["lse_sink"], ["gate"]),
+                n("Unsqueeze", ["gate", "last"], ["gate4"]),
+                n("Mul", ["pv_ungated", "gate4"], ["pv"]),
+            ]
+            if sink is not None
+            else []
+        ),
         n("Transpose", ["pv"], ["o"], perm=[0, 2, 1, 3]),
         n("Reshape", ["o", "merge"], ["y"]),
     ]
@@ -292,13 +314,19 @@ def softcapped_attention(past: bool, batch: int | str, seq: int | str, softcap: 
         init("scale", np.array(8**-0.5, np.float32)),
         *([init("cap", np.array(50.0, np.float32))] if softcap else []),
         init("merge", np.array([0, 0, 32], np.int64)),
+        *([init("sink", sink.astype(np.float32)), init("last", np.array([-1], np.int64))] if sink is not None else []),
     ]
+    if sink is not None:
+        nodes.insert(0, n("Where", ["keep", "zero", "low"], ["mask"]))
+        inits += [init("zero", np.array(0.0, np.float32)), init("low", np.array(masked, np.float32))]
     b = batch
     inputs = [
         tensor("q", shape=[b, seq, 32]),
         tensor("k", shape=[b, seq, 16]),
         tensor("v", shape=[b, seq, 16]),
-        tensor("mask", shape=[b, 1, seq, "T" if past else seq]),
+        tensor("mask", shape=[b, 1, seq, "T" if past else seq])
+        if sink is None
+        else tensor("keep", onnx.TensorProto.BOOL, shape=[b, 1, seq, "T" if past else seq]),
     ]
     outputs = [tensor("y", shape=[b, seq, 32])]
     if past:
@@ -394,3 +422,38 @@ def test_attention_of_one_query_over_a_cache_reads_the_cache_in_the_kernel(softc
     rng = np.random.default_rng(4)
     for cached in [0, 4]:
         assert_same_on(before, after.model, attention_feeds(rng, 3, 1, cached))
+
+
+@pytest.mark.parametrize("batch, seq", [(2, 5), ("B", "S")])
+def test_attention_gated_by_a_sink_becomes_multi_head_attention_with_a_sink_column(batch, seq):
+    """Granite SWA: Softmax(S + mask).V * sigmoid(LogSumExp(S + mask) - sink) is attention over
+    one more key of logit `sink` and value 0; on a fully masked row too, where both give 0
+    (the gate is 0, the sink takes all of the Softmax)."""
+    sink = np.array([0.5, -1.0, 2.0, 0.0], np.float32).reshape(1, 4, 1)
+    before = softcapped_attention(past=False, batch=batch, seq=seq, softcap=False, sink=sink)
+    after = rewriter.optimize(before, level="extended")
+    found = ops(after.model)
+    assert found["MultiHeadAttention"] == 1 and not {"ReduceLogSumExp", "Sigmoid", "Softmax"} & set(found)
+    assert after.report.applied("MultiHeadAttentionGateSinkTransBFusion") == 1  # (k^T read by transB)
+    feeds = gated_feeds(np.random.default_rng(5))
+    assert_same_on(before, after.model, feeds)
+    feeds["keep"][0, 0, 1, :] = False  # one query sees no key
+    assert_same_on(before, after.model, feeds)
+
+
+def gated_feeds(rng) -> dict:
+    feeds = attention_feeds(rng, 2, 5, None)
+    feeds["keep"] = feeds.pop("mask") == 0
+    return feeds
+
+
+def test_attention_gated_by_a_sink_over_an_infinite_mask_is_left_alone():
+    """Masked with -inf, a fully masked row is NaN in the original and 0 with the sink."""
+    sink = np.zeros([1, 4, 1], np.float32)
+    before = softcapped_attention(past=False, batch=2, seq=5, softcap=False, sink=sink, masked=-np.inf)
+    after = rewriter.optimize(before, level="extended")
+    assert "MultiHeadAttention" not in ops(after.model) and ops(after.model)["ReduceLogSumExp"] == 1
+    feeds = gated_feeds(np.random.default_rng(6))
+    feeds["keep"][1, 0, 0, :] = False
+    assert np.isnan(run(before, feeds)[0]).any()
+    assert_same_on(before, after.model, feeds)
