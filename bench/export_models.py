@@ -152,6 +152,23 @@ Every model is built from a config with random weights (nothing is downloaded) a
                                               lfm2 mamba2 eurobert roc_bert xmod dinov3_vit aimv2_vision internvl_vision
                                               videomae vivit timesformer wav2vec2_conformer wav2vec2_bert parakeet_enc
                                               dac_enc led_dec musicgen_dec
+  internlm3 hyperclovax granite_swa cwm       corpus 10 (held-out style: families not developed against) decoders, the
+  youtu mellum longcat_flash hy_v4            DECODERS variants: Peri-LN post-norms, Llama 3 rotary scaling, MLA (youtu;
+  deepseek_v4 lfm3 zaya                       longcat_flash: two attentions per layer, zero experts; hy_v4: a top-k
+                                              indexer); deepseek_v4 (compressed attention), lfm3 (short convolutions)
+                                              and zaya (convolutional attention) keep states in their caches: RECURRENT,
+                                              no {family}_kv_*
+  gte nomic_bert jina_embeddings_v3           corpus 10 ENCODERS (rotary BERTs, pre-LN RoBERTas, Fourier mixing, DeBERTa
+  xlm_roberta_xl roberta_prelayernorm         v1, ESM C, a bidirectional Gemma, a bidirectional gpt-oss with experts)
+  bert_generation fnet ultrabert deberta
+  esmc embedding_gemma2_text
+  openai_privacy_filter
+  mlcd_vision radio tipsv2_vision pixio       corpus 10 vision towers, 32x32; PVT v1 and PP-LCNet (its backbone's last
+  sapiens2 pvt pp_lcnet                       feature map) at 64x64 as the conv nets
+  dynamo_dynamic_10                           dynamo_dynamic of internlm3 hyperclovax youtu mellum longcat_flash hy_v4
+                                              deepseek_v4 lfm3 zaya gte nomic_bert jina_embeddings_v3 xlm_roberta_xl
+                                              deberta esmc embedding_gemma2_text openai_privacy_filter fnet mlcd_vision
+                                              radio sapiens2 pvt pp_lcnet
 Names: {family}[_kv]_{ts_static|ts_dynamic|ts_opset14|ts_dynamic_opset14|ts_bn|dynamo}[_fp16|_qdq|_qdyn|_q4].onnx,
 and {family}_{ts_dynamic_nofold|dynamo_opset23|dynamo_noopt|dynamo_dynamic}.onnx for the exporter settings.
 Dynamo exports of the original set use the exporter's default opset, the newer families opset 18.
@@ -1311,6 +1328,127 @@ DECODERS = {
             "chunk_size": 8,
         },
     ),
+    # corpus 10 (held-out style: families not developed against)
+    "internlm3": ("InternLM3Config", "LlamaForCausalLM", {"num_key_value_heads": 2, "head_dim": 16}),  # Llama's layout
+    "hyperclovax": (
+        "HyperCLOVAXConfig",
+        "HyperCLOVAXForCausalLM",  # post-norms after attention and MLP (Peri-LN), muP multipliers
+        {"num_key_value_heads": 2, "head_dim": 16},
+    ),
+    "granite_swa": (
+        "GraniteSWAConfig",
+        "GraniteSWAForCausalLM",  # Granite's multipliers, full and sliding-window layers
+        {"num_key_value_heads": 2, "sliding_window": 8},
+    ),
+    "cwm": (
+        "CwmConfig",
+        "CwmForCausalLM",  # Llama 3 rotary scaling, full then sliding-window layers
+        {
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "sliding_window": 8,
+            "rope_parameters": {
+                "rope_type": "llama3",
+                "rope_theta": 1000000.0,
+                "factor": 16.0,
+                "high_freq_factor": 4.0,
+                "low_freq_factor": 1.0,
+                "original_max_position_embeddings": 8,  # 128 positions / 16
+            },
+        },
+    ),
+    "youtu": (
+        "YoutuConfig",
+        "YoutuForCausalLM",  # multi-head latent attention (interleaved rotary), a dense MLP
+        {**MLA, "num_key_value_heads": 4, "head_dim": 8, "qk_head_dim": 16},
+    ),
+    "mellum": (
+        "MellumConfig",
+        "MellumForCausalLM",  # q/k RMSNorm, sparse MoE in every layer
+        {**MOE, "num_key_value_heads": 2, "head_dim": 16, "num_local_experts": 4, "moe_intermediate_size": 32},
+    ),
+    "longcat_flash": (
+        "LongcatFlashConfig",
+        "LongcatFlashForCausalLM",  # two MLA attentions and two MLPs per layer, MoE with zero (identity) experts
+        {
+            **MOE,
+            **MLA,
+            "num_experts_per_tok": None,
+            "num_hidden_layers": None,
+            "intermediate_size": None,
+            "num_layers": 2,
+            "ffn_hidden_size": 128,
+            "num_key_value_heads": 4,
+            "head_dim": 8,
+            "qk_head_dim": 16,
+            "n_routed_experts": 4,
+            "zero_expert_num": 2,
+            "moe_topk": 2,
+            "expert_ffn_hidden_size": 32,
+        },
+    ),
+    "hy_v4": (
+        "HYV4Config",
+        "HYV4ForCausalLM",  # MLA with an indexer choosing the top-k keys, a dense then an MoE layer
+        {
+            **MOE,
+            **MLA,
+            "num_key_value_heads": 4,
+            "head_dim": 16,
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "moe_intermediate_size": 32,
+            "index_topk": 8,
+            "index_head_dim": 16,
+            "index_n_heads": 2,
+        },
+    ),
+    "deepseek_v4": (
+        "DeepseekV4Config",
+        "DeepseekV4ForCausalLM",  # compressed (heavily, and sparse with an indexer) attention, grouped low-rank
+        # output, hash-routed then learned-routed MoE; its cache holds compressor states
+        {
+            **MOE,
+            "num_key_value_heads": 1,
+            "head_dim": 16,
+            "q_lora_rank": 32,
+            "qk_rope_head_dim": 8,
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "moe_intermediate_size": 32,
+            "sliding_window": 8,
+            "o_groups": 2,
+            "o_lora_rank": 16,
+            "index_n_heads": 2,
+            "index_head_dim": 16,
+            "index_topk": 8,
+            "num_nextn_predict_layers": 0,
+        },
+    ),
+    "lfm3": (
+        "Lfm3Config",
+        "Lfm3ForCausalLM",  # LFM2's short convolutions, full and sliding-window attention, sandwich norms
+        {
+            "num_hidden_layers": 3,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "sliding_window": 8,
+            "layer_types": ["conv", "full_attention", "sliding_attention"],
+        },
+    ),
+    "zaya": (
+        "ZayaConfig",
+        "ZayaForCausalLM",  # compressed convolutional attention (its cache holds conv states), top-1 MoE
+        {
+            **MOE,
+            "num_experts_per_tok": 1,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "num_experts": 4,
+            "moe_intermediate_size": 32,
+            "router_hidden_size": 16,
+        },
+    ),
 }
 # DECODERS whose cache holds a recurrent state (no {family}_kv_*)
 RECURRENT = (
@@ -1333,6 +1471,9 @@ RECURRENT = (
     "lfm2_moe",
     "rwkv",
     "xlstm",
+    "lfm3",
+    "zaya",
+    "deepseek_v4",
 )
 
 
@@ -2016,6 +2157,62 @@ ENCODERS = {
         ["input_ids", "attention_mask"],
         {"num_key_value_heads": 2, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "mask_token_id": 3},
     ),
+    # corpus 10 (held-out style)
+    "gte": ("GteConfig", "GteModel", TEXT3, {"type_vocab_size": 2}),  # rotary, GLU feed-forward, post-LN
+    "nomic_bert": ("NomicBertConfig", "NomicBertModel", TEXT3, {}),  # rotary, SwiGLU, no biases
+    "jina_embeddings_v3": ("JinaEmbeddingsV3Config", "JinaEmbeddingsV3Model", TEXT3, {"type_vocab_size": 2}),  # rotary
+    "xlm_roberta_xl": ("XLMRobertaXLConfig", "XLMRobertaXLModel", TEXT3, {"type_vocab_size": 2}),  # pre-LN
+    "roberta_prelayernorm": ("RobertaPreLayerNormConfig", "RobertaPreLayerNormModel", TEXT3, {}),
+    "bert_generation": ("BertGenerationConfig", "BertGenerationEncoder", ["input_ids", "attention_mask"], {}),
+    "fnet": ("FNetConfig", "FNetModel", ["input_ids", "token_type_ids"], {}),  # Fourier mixing (FFT), no attention
+    "ultrabert": ("UltrabertConfig", "UltrabertModel", ["input_ids", "attention_mask"], {}),  # RMSNorm, rotary
+    "deberta": (
+        "DebertaConfig",
+        "DebertaModel",  # DeBERTa v1: disentangled attention, fused in_proj, relative positions unbucketed
+        TEXT3,
+        {"relative_attention": True, "pos_att_type": ["c2p", "p2c"], "max_relative_positions": 16},
+    ),
+    "esmc": ("EsmcConfig", "EsmcModel", ["input_ids", "attention_mask"], {}),  # ESM C: rotary, q/k LayerNorm
+    "embedding_gemma2_text": (
+        "EmbeddingGemma2TextConfig",
+        "EmbeddingGemma2TextModel",  # bidirectional Gemma: sliding and full layers (per-layer head sizes), pooling
+        ["input_ids", "attention_mask"],
+        {
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "sliding_window": 8,
+            "layer_types": ["sliding_attention", "full_attention"],
+            "per_layer_config": {"01": {"head_dim": 32, "num_key_value_heads": 1}},
+            "hidden_size_per_layer_input": 16,
+            "embedding_dim": 32,
+            "pad_token_id": 0,
+            "eos_token_id": 1,
+            "bos_token_id": 2,
+        },
+    ),
+    "openai_privacy_filter": (
+        "OpenAIPrivacyFilterConfig",
+        "OpenAIPrivacyFilterModel",  # a bidirectional gpt-oss: attention sinks, sliding window, YaRN, clamped MoE
+        ["input_ids", "attention_mask"],
+        {
+            **MOE,
+            "num_local_experts": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "sliding_window": 8,
+            "pad_token_id": 0,
+            "eos_token_id": 2,
+            "rope_parameters": {
+                "rope_type": "yarn",
+                "rope_theta": 150000.0,
+                "factor": 8.0,
+                "original_max_position_embeddings": 8,  # 64 positions / 8
+                "beta_fast": 32.0,
+                "beta_slow": 1.0,
+                "truncate": False,
+            },
+        },
+    ),
 }
 
 
@@ -2623,6 +2820,13 @@ SETTINGS = {
         + ["eurobert", "roc_bert", "xmod", "dinov3_vit", "aimv2_vision", "internvl_vision", "videomae"]
         + ["vivit", "timesformer", "wav2vec2_conformer", "wav2vec2_bert", "parakeet_enc", "dac_enc"]
         + ["led_dec", "musicgen_dec"],
+    ),
+    # the same of corpus 10's decoders, encoders and vision models (SETTING_SOURCES added after its EXPORTS)
+    "dynamo_dynamic_10": (
+        "dynamo_dynamic",
+        ["internlm3", "hyperclovax", "youtu", "mellum", "longcat_flash", "hy_v4", "deepseek_v4", "lfm3", "zaya"]
+        + ["gte", "nomic_bert", "jina_embeddings_v3", "xlm_roberta_xl", "deberta", "esmc", "embedding_gemma2_text"]
+        + ["openai_privacy_filter", "fnet", "mlcd_vision", "radio", "sapiens2", "pvt", "pp_lcnet"],
     ),
 }
 
@@ -3400,6 +3604,103 @@ EXPORTS.update(
         ),
     }
 )
+VIT_MLP = {**VIT_SIZE, "intermediate_size": None, "mlp_ratio": 2}  # VIT_SIZE for configs sized by mlp_ratio
+EXPORTS.update(
+    {
+        # corpus 10 (held-out style): vision towers at 32x32, conv and hybrid nets at 64x64
+        "mlcd_vision": lambda out, variants=STANDARD: export_vision(
+            out,
+            "mlcd_vision",  # CLIP-like tower with 2-D rotary on the patches
+            vision_model("MLCDVisionConfig", "MLCDVisionModel", **VIT_SIZE),
+            32,
+            variants=variants,
+        ),
+        "radio": lambda out, variants=STANDARD: export_vision(
+            out,
+            "radio",  # C-RADIO: class and register tokens, a patch generator with interpolated positions
+            vision_model(
+                "RadioConfig",
+                "RadioModel",
+                **{**VIT_MLP, "mlp_ratio": 2.0},
+                max_img_size=64,
+                num_cls_tokens=2,
+                num_registers=2,
+                patch_dim=64,
+            ),
+            32,
+            variants=variants,
+        ),
+        "tipsv2_vision": lambda out, variants=STANDARD: export_vision(
+            out,
+            "tipsv2_vision",  # DINOv2-like: a register token, layer scale
+            vision_model("Tipsv2VisionConfig", "Tipsv2VisionModel", **VIT_MLP),
+            32,
+            variants=variants,
+        ),
+        "pixio": lambda out, variants=STANDARD: export_vision(
+            out,
+            "pixio",  # MAE-style ViT with several class tokens
+            vision_model("PixioConfig", "PixioModel", **VIT_MLP, n_cls_tokens=2),
+            32,
+            variants=variants,
+        ),
+        "sapiens2": lambda out, variants=STANDARD: export_vision(
+            out,
+            "sapiens2",  # 2-D rotary, q/k RMSNorm, GQA per layer, gated MLP, register tokens
+            vision_model(
+                "Sapiens2Config",
+                "Sapiens2Model",
+                **VIT_SIZE,
+                num_register_tokens=2,
+                num_key_value_heads_per_layer=[4, 2],
+                num_key_value_attention_heads=2,
+                num_first_full_attention_layers=1,
+                num_last_full_attention_layers=1,
+                attn_implementation="eager",  # SDPA's GQA (enable_gqa) has no TorchScript translation
+            ),
+            32,
+            variants=variants,
+        ),
+        "pvt": lambda out, variants=STANDARD: export_convnet(
+            out,
+            "pvt",  # PVT v1: non-overlapping patch embeddings, spatial-reduction attention, interpolated positions
+            vision_model(
+                "PvtConfig",
+                "PvtModel",
+                image_size=64,
+                num_encoder_blocks=2,
+                depths=[1, 1],
+                sequence_reduction_ratios=[2, 1],
+                hidden_sizes=[16, 32],
+                patch_sizes=[4, 2],
+                strides=[4, 2],
+                num_attention_heads=[1, 2],
+                mlp_ratios=[2, 2],
+            ),
+            variants=variants,
+        ),
+        "pp_lcnet": lambda out, variants=STANDARD: export_convnet(
+            out,
+            "pp_lcnet",  # PP-LCNet: depthwise separable convs, Hardswish, squeeze-excite in the last stage
+            vision_model(
+                "PPLCNetConfig",
+                "PPLCNetBackbone",
+                output="feature_maps",
+                scale=0.25,
+                block_configs=[
+                    [[3, 16, 32, 1, False]],
+                    [[3, 32, 64, 2, False]],
+                    [[3, 64, 128, 2, False]],
+                    [[5, 128, 256, 2, False]],
+                    [[5, 256, 512, 2, True]],
+                ],
+                depths=[1, 1, 1, 1, 1],
+                class_expand=64,
+            ),
+            variants=variants,
+        ),
+    }
+)
 # corpus 8's exports that fail (transformers 5.23, torch 2.13; FAILURES says which), by cause:
 # - TorchScript: aten::linalg_solve_triangular in the chunked delta rule (qwen3_next, qwen3_5,
 #   olmo_hybrid), aten::rms_norm (diffllama), no alias analysis for aten::scatter (deepseek_v32), a
@@ -3428,6 +3729,15 @@ EXPORTS.update(
 # without a cache stack the rotated pairs along the wrong axis and do not run (dropped as unloadable);
 # gemma3n's dynamo exports (prims.erf_inv, as above)
 
+# corpus 10's exports that fail: TorchScript: aten::scatter's alias analysis (hy_v4's indexer, as
+# deepseek_v32's), a rank assert in deepseek_v4's compressor, aten::fft_fftn (fnet),
+# aten::_upsample_bilinear2d_aa (tipsv2_vision's position interpolation); longcat_flash's ts_dynamic traces
+# do not load (an If over the experts fails shape inference); dynamo: longcat_flash (torch.export), hy_v4's
+# KV step (its cache wants indexer layers); mlcd_vision's dynamo_dynamic does not run at another batch.
+# Left out: step3p5 (a text model without an LM head in transformers 5.23), qwen3_omni_moe_text (no causal
+# LM of its own), siglip2_vision and pixtral_vision (see corpus 8's); hunyuan_v1_moe, granitemoehybrid and
+# regnet are here already (hunyuan_moe, granite4, hf_regnet)
+
 # dynamo_dynamic_8's sources: DECODERS, ENCODERS, SEQ2SEQ_DECODERS, else the corpus 8 EXPORTS
 # above (they take variants=)
 CORPUS8_DYNAMIC = SETTINGS["dynamo_dynamic_8"][1]
@@ -3435,6 +3745,10 @@ SETTING_SOURCES.update({f: partial(export_decoder, family=f, kv=False) for f in 
 SETTING_SOURCES.update({f: partial(export_encoder, family=f) for f in CORPUS8_DYNAMIC if f in ENCODERS})
 SETTING_SOURCES.update({f: partial(export_seq2seq_decoder, family=f) for f in CORPUS8_DYNAMIC if f in SEQ2SEQ_DECODERS})
 SETTING_SOURCES.update({f: EXPORTS[f] for f in CORPUS8_DYNAMIC if f not in SETTING_SOURCES})
+CORPUS10_DYNAMIC = SETTINGS["dynamo_dynamic_10"][1]  # the same for corpus 10's
+SETTING_SOURCES.update({f: partial(export_decoder, family=f, kv=False) for f in CORPUS10_DYNAMIC if f in DECODERS})
+SETTING_SOURCES.update({f: partial(export_encoder, family=f) for f in CORPUS10_DYNAMIC if f in ENCODERS})
+SETTING_SOURCES.update({f: EXPORTS[f] for f in CORPUS10_DYNAMIC if f not in SETTING_SOURCES})
 EXPORTS.update({f: partial(export_decoder, family=f, kv=f not in RECURRENT) for f in DECODERS if f not in EXPORTS})
 EXPORTS.update({f: partial(export_seq2seq_decoder, family=f, kv=f in SEQ2SEQ_KV) for f in SEQ2SEQ_DECODERS})
 EXPORTS.update({f: partial(export_encoder, family=f) for f in ENCODERS if f not in EXPORTS})
