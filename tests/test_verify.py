@@ -364,3 +364,17 @@ def test_a_rewrite_that_fails_on_an_empty_batch_is_caught(tmp_path):
     )
     verdict = only_verdict(verify_text(text, tmp_path, examples=20))
     assert verdict.verdict == "FAIL" and "empty" in verdict.message, verdict.message
+
+
+def test_a_rewrite_that_changes_a_run_time_mask_of_minus_infinity_is_caught(tmp_path):
+    """A mask that arrives at run time (a graph input added to the scores a Softmax reads)
+    holds -inf, NaN and extreme values now and then, as a constant mask does: clamping it
+    to float32's lowest value is equal on every finite mask, but turns a fully masked row
+    from NaN into a uniform one (the Granite SWA sink fusion's first version did the like)."""
+    text = HEADER + (
+        "rule ClampedMask root y {\n  y = Softmax(Add(MatMul(a, b), mask)) {axis: -1}\n"
+        "  where rank(a) == 2\n  example a: [3, 4], b: [4, 5], mask: [3, 5]\n  =>\n"
+        "  y = Softmax(Sub(MatMul(a, b), Neg(Max(mask, -3.4028234663852886e38)))) {axis: -1}\n}"
+    )
+    verdict = only_verdict(verify_text(text, tmp_path, examples=30))
+    assert verdict.verdict == "FAIL" and "NaN" in verdict.message, verdict.message

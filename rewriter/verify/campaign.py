@@ -242,7 +242,9 @@ def verify_rule(
             failing["attempts"] += 1
         try:
             ranges, shapes = instance.input_ranges, instance.input_shapes
-            feeds = random_feeds(instance.model, inputs_seed, ranges=ranges, shapes=shapes)
+            feeds = random_feeds(
+                instance.model, inputs_seed, ranges=ranges, shapes=shapes, specials=instance.input_specials
+            )
         except ValueError as why:  # a drawn shape no tensor can have (a varied hint gone below zero)
             if counting:
                 verdict.invalid += 1

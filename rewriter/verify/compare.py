@@ -15,12 +15,15 @@ def random_feeds(
     dynamic_dim: int = 2,
     ranges: dict[str, tuple[int, int]] | None = None,
     shapes: dict[str, list[int]] | None = None,
+    specials: dict[str, tuple[float, str]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Random inputs for every graph input: normal floats, bools, and small non-negative
     ints (0/1 for inputs named like masks or type ids, which index 2-row tables), or ints
     in ``ranges[name]`` = [low, high) where the caller knows better (Gather indices read
     from the end when negative).  Symbolic dims are ``dynamic_dim`` unless ``shapes``
-    gives an input's dims."""
+    gives an input's dims.  ``specials[name]`` = (value, where): that float input holds
+    the value everywhere, along whole rows of its last axis (a fully masked query), or in
+    some elements."""
     rng = np.random.default_rng(seed)
     ranges, shapes = ranges or {}, shapes or {}
     initializers = {t.name for t in model.graph.initializer}
@@ -43,7 +46,24 @@ def random_feeds(
         else:
             high = 2 if any(k in vi.name for k in ("mask", "type")) else 4
             feeds[vi.name] = rng.integers(0, high, shape).astype(dtype)
+    for name, (value, where) in (specials or {}).items():
+        if name in feeds and feeds[name].dtype.kind == "f":
+            feeds[name] = with_special(feeds[name], value, where, rng)
     return feeds
+
+
+def with_special(array: np.ndarray, value: float, where: str, rng: np.random.Generator) -> np.ndarray:
+    """A copy of ``array`` holding ``value`` everywhere, along whole rows of its last axis,
+    or in some elements (``where``), the rows and elements chosen by ``rng``."""
+    array = np.array(array, copy=True)
+    if array.size <= 1 or where == "everywhere":
+        array[...] = value
+    elif where == "rows" and array.ndim >= 1:
+        rows = rng.integers(0, 2, array.shape[:-1] + (1,)).astype(bool)
+        array[np.broadcast_to(rows, array.shape)] = value
+    else:
+        array[rng.integers(0, 2, array.shape).astype(bool)] = value
+    return array
 
 
 def empty_feeds(model: onnx.ModelProto) -> dict[str, np.ndarray] | None:

@@ -28,7 +28,7 @@ from ..expr.values import EvalFailure, GraphFacts
 from ..onnx_facts.schemas import find_schema, latest_opset, normalize_domain
 from ..onnx_facts.validity import check_model
 from .choices import chance, permutation, pick
-from .compare import random_feeds, run_model
+from .compare import random_feeds, run_model, with_special
 from .inputs import BROADCASTING, NodeContext, Spec, attribute_candidates, broadcast_partner, input_spec
 from .variety import (
     FLOATS,
@@ -84,6 +84,8 @@ class Instance:
     input_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
     # every graph input's dims at run time (declared symbolic, some of them)
     input_shapes: dict[str, list[int]] = field(default_factory=dict)
+    # mask-like float graph inputs that hold a special value at run time: (value, where)
+    input_specials: dict[str, tuple[float, str]] = field(default_factory=dict)
 
 
 def _where_calls(rule: A.Rule) -> list[A.Call]:
@@ -325,6 +327,7 @@ class _Builder:
         self.spread = A.spread_names(rule)
         self.wanted_absent, self.wanted_present, self.sharing = _wanted_by_wheres(rule)
         self.input_shapes: dict[str, list[int]] = {}
+        self.input_specials: dict[str, tuple[float, str]] = {}
         # one instance in five declares its inputs' dims symbolically (dynamic axes); one in
         # four sets an attribute the pattern does not mention off its default, one in four
         # gives a hinted input another rank or a broadcasting shape
@@ -426,26 +429,31 @@ class _Builder:
             )
         return self.rng.integers(0, 4, shape).astype(np_dtype)
 
+    def _special_choice(self, dtype: int) -> tuple[float, str]:
+        low, high = special_values(dtype)[3], special_values(dtype)[4]
+        value = pick(
+            self.draw, [float("-inf"), float("-inf"), low, float("nan"), float("inf"), high], label="special value"
+        )
+        return value, pick(self.draw, ["everywhere", "rows", "some"], label="special where")
+
+    def _maybe_special_input(self, name: str | None, graph_input: str, dtype: int) -> None:
+        """A mask-like graph input now and then holds infinities, NaN or extreme values at
+        run time, as ``_maybe_special`` does for constants (the feeds apply it)."""
+        is_float = np.issubdtype(helper.tensor_dtype_to_np_dtype(dtype), np.floating)
+        if name not in self.masks or not is_float or not self.chance(3, "special"):
+            return
+        value, where = self._special_choice(dtype)
+        self.input_specials[graph_input] = (value, where)
+        self.draws.append(f"{graph_input}: holds {value} ({where}) at run time")
+
     def _maybe_special(self, name: str | None, array: np.ndarray) -> np.ndarray:
         """A mask-like constant now and then holds infinities, NaN or extreme values (masks
         are mostly -inf or the type's minimum): everywhere, along whole rows (a fully
         masked query), or in some elements."""
         if name not in self.masks or array.dtype.kind != "f" or not self.chance(3, "special"):
             return array
-        dtype = helper.np_dtype_to_tensor_dtype(array.dtype)
-        low, high = special_values(dtype)[3], special_values(dtype)[4]
-        value = pick(
-            self.draw, [float("-inf"), float("-inf"), low, float("nan"), float("inf"), high], label="special value"
-        )
-        array = np.array(array, copy=True)
-        where = pick(self.draw, ["everywhere", "rows", "some"], label="special where")
-        if array.size <= 1 or where == "everywhere":
-            array[...] = value
-        elif where == "rows" and array.ndim >= 1:
-            rows = self.rng.integers(0, 2, array.shape[:-1] + (1,)).astype(bool)
-            array[np.broadcast_to(rows, array.shape)] = value
-        else:
-            array[self.rng.integers(0, 2, array.shape).astype(bool)] = value
+        value, where = self._special_choice(helper.np_dtype_to_tensor_dtype(array.dtype))
+        array = with_special(array, value, where, self.rng)
         self.draws.append(f"{name}: holds {value} ({where})")
         return array
 
@@ -483,6 +491,7 @@ class _Builder:
             self.types[graph_input] = vi.type
             self.concrete[graph_input] = helper.make_tensor_type_proto(spec.dtype, list(spec.shape))
             self.draws.append(f"{graph_input}: input {helper.tensor_dtype_to_string(spec.dtype)}{spec.shape}")
+            self._maybe_special_input(name, graph_input, spec.dtype)
             if self.wrap_inputs:
                 self.nodes.append(
                     helper.make_node("Identity", [graph_input], [value_name], name=f"prologue{len(self.nodes)}")
@@ -1007,4 +1016,6 @@ def _draw_instance(data, rule: A.Rule, stratum: Stratum) -> Instance:
         check_model(model, full_check=True)
     except Exception as err:
         raise Reject(f"invalid model: {str(err).splitlines()[0][:200]}") from None
-    return Instance(model, builder.near_miss, builder.draws, builder.input_ranges, builder.input_shapes)
+    return Instance(
+        model, builder.near_miss, builder.draws, builder.input_ranges, builder.input_shapes, builder.input_specials
+    )

@@ -172,10 +172,15 @@ def special_values(dtype: int) -> list[float]:
     return [float("-inf"), float("inf"), float("nan"), float(info.min), float(info.max)]
 
 
+SCORE_OPS = frozenset({"MatMul", "FusedMatMul", "Gemm", "Einsum", "Mul", "Div", "Tanh"})  # what computes scores
+
+
 def mask_inputs(rule: A.Rule, constants: set[str]) -> set[str]:
-    """Pattern values that act as masks: the branches of a Where, and the constants (of
-    ``constants``, those the rule requires constant) added to a value a Softmax reads.  (The
-    scores beside them are data: non-finite scores are not what a mask rule is about.)"""
+    """Pattern values that act as masks: the branches of a Where, the constants (of
+    ``constants``, those the rule requires constant) added to a value a Softmax reads, and a
+    free value added to scores the pattern computes (by a product, a scale or a cap: a mask
+    that arrives at run time, an attention mask).  (The scores beside them are data: non-finite scores are not what a
+    mask rule is about; where both operands are free, which is the mask is unknown.)"""
     softmax_reads = {
         arg.name
         for eq in rule.equations
@@ -184,6 +189,8 @@ def mask_inputs(rule: A.Rule, constants: set[str]) -> set[str]:
         for arg in alt.args
         if isinstance(arg, A.VarArg)
     }
+    # what computes each pattern value (nested calls are equations of their own)
+    producer = {name: eq.alternatives[0].op for eq in rule.equations for name in eq.out_names}
     found: set[str] = set()
     for eq in rule.equations:
         for alt in eq.alternatives:
@@ -192,6 +199,9 @@ def mask_inputs(rule: A.Rule, constants: set[str]) -> set[str]:
                 found.update(n for n in names[1:3] if n)
             elif alt.op in ("Add", "Sub") and set(eq.out_names) & softmax_reads:
                 found.update(n for n in names if n in constants)
+                scores = [producer.get(n or "") in SCORE_OPS for n in names]
+                if len(names) == 2 and scores.count(True) == 1:
+                    found.update(n for n, s in zip(names, scores) if not s and n and n not in producer)
     return found
 
 
