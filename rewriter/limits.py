@@ -94,7 +94,10 @@ class MemoryCeiling:
         self.fixed = fixed
         self.automatic = automatic and fixed is None
         self.current: int | None = None
-        self._allowed = BASE
+        # what the process maps already is not the run's: a command run in-process (a test,
+        # a tool embedding the command line) may start with gigabytes mapped, and a ceiling
+        # below that failed inside the interpreter (SystemError), not with one clear line
+        self._allowed = BASE + (mapped_now() or 0)
         self._outer = None
         self._before: int | None = None  # the soft limit to give back (``release``)
         if resource is not None and hasattr(resource, "RLIMIT_AS"):

@@ -455,3 +455,23 @@ def test_no_cache_run_in_process_leaves_the_cache_switch_as_it_was(tmp_path, mon
     monkeypatch.setenv("REWRITER_CACHE", "1")
     assert CliRunner().invoke(cli, argv).exit_code == 0
     assert os.environ["REWRITER_CACHE"] == "1"
+
+
+def test_a_command_run_in_process_is_not_limited_below_what_the_process_maps_already(tmp_path):
+    """The automatic ceiling is the run's allowance above what the process maps when the
+    command starts: run in-process after other work (a test worker maps gigabytes), a
+    ceiling of the fixed base alone was below the mapping and the run failed."""
+    import mmap
+
+    pytest.importorskip("resource")
+    from click.testing import CliRunner
+
+    from rewriter.cli import cli
+
+    reserved = mmap.mmap(-1, 3 << 30)  # address space only: its pages are never touched
+    try:
+        argv = ["optimize", str(MODELS / "convnet_bn.onnx"), "-o", str(tmp_path / "o.onnx"), "--quiet"]
+        result = CliRunner().invoke(cli, argv)
+    finally:
+        reserved.close()
+    assert result.exit_code == 0, result.output
