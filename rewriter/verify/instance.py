@@ -430,7 +430,8 @@ class _Builder:
         return self.rng.integers(0, 4, shape).astype(np_dtype)
 
     def _special_choice(self, dtype: int) -> tuple[float, str]:
-        low, high = special_values(dtype)[3], special_values(dtype)[4]
+        """A special value (-inf twice as often: masks mostly hold it) and where it goes."""
+        low, high = special_values(dtype)[3:5]
         value = pick(
             self.draw, [float("-inf"), float("-inf"), low, float("nan"), float("inf"), high], label="special value"
         )

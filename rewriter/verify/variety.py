@@ -179,8 +179,9 @@ def mask_inputs(rule: A.Rule, constants: set[str]) -> set[str]:
     """Pattern values that act as masks: the branches of a Where, the constants (of
     ``constants``, those the rule requires constant) added to a value a Softmax reads, and a
     free value added to scores the pattern computes (by a product, a scale or a cap: a mask
-    that arrives at run time, an attention mask).  (The scores beside them are data: non-finite scores are not what a
-    mask rule is about; where both operands are free, which is the mask is unknown.)"""
+    that arrives at run time, an attention mask).  (The scores beside them are data:
+    non-finite scores are not what a mask rule is about; where both operands are free,
+    which is the mask is unknown.)"""
     softmax_reads = {
         arg.name
         for eq in rule.equations
