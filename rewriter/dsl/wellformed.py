@@ -83,9 +83,16 @@ def _rule_problems(rule: A.Rule) -> Iterator[str]:
         for item in group.items:
             if item.value is not None:
                 yield from _expr_problems(item.value, ops=False)
+    made_names: set[str] = set()
     for made in rule.replacement:
         if not made.outs:
             yield "a replacement without outputs"
+        for out in made.outs:
+            if not out.name:
+                continue
+            if out.name in made_names:  # (the checker refuses it: two producers)
+                yield f"'{out.name}' made twice by the replacement"
+            made_names.add(out.name)
         if len(made.outs) > 1 and not (isinstance(made.value, A.Call) and made.value.is_op):
             yield "several outputs of something other than an op"
         yield from _expr_problems(made.value, ops=True)
