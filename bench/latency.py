@@ -1,6 +1,6 @@
 """Inference latency of our outputs against ONNX Runtime's own optimizer, per model and level.
 
-    python bench/latency.py MODEL_OR_DIR... [--levels basic extended all] [--rounds 20]
+    python bench/latency.py MODEL_OR_DIR... [--levels basic extended all all-may-grow] [--rounds 20]
                             [--threads 1 0] [--skip GLOB] [--out latency.json]
 
 For every model, in one process and with one set of random inputs (bench/snapshot.py's,
@@ -8,6 +8,8 @@ symbolic dims 2, KV-cache lengths 3 and 5):
 
 * ``ort``         the original under ORT_ENABLE_ALL (ONNX Runtime optimizes it itself);
 * ``L offline``   our output at level L run with ORT_DISABLE_ALL (what we did, alone);
+                  ``all-may-grow`` is ``--level all --layout-may-grow`` (the layout level
+                  keeps its reorders and split fusions: the fastest offline form, larger);
 * ``L online``    our output at level L under ORT_ENABLE_ALL (ONNX Runtime's passes after ours:
                   they must not be blocked by what we emit).
 
@@ -43,7 +45,8 @@ from snapshot import feeds_for, key_of, model_files  # (same corpus keys and inp
 
 import rewriter
 
-LEVELS = ("basic", "extended", "all")
+LEVELS = ("basic", "extended", "all", "all-may-grow")
+GROWN = "all-may-grow"  # --level all --layout-may-grow
 
 
 def session(path: Path, optimize: bool, threads: int) -> ort.InferenceSession:
@@ -82,7 +85,10 @@ def measure(path: Path, levels: list[str], rounds: int, threads: list[int], work
     feeds = feeds_for(model)
     outputs = {}
     for level in levels:
-        result = rewriter.optimize(model, level=level)
+        if level == GROWN:
+            result = rewriter.optimize(model, level="all", layout_may_grow=True)
+        else:
+            result = rewriter.optimize(model, level=level)
         target = work / f"{path.stem}.{level}.onnx"
         rewriter.save_model(result, target)
         outputs[level] = target
@@ -109,7 +115,7 @@ def measure(path: Path, levels: list[str], rounds: int, threads: list[int], work
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="+", type=Path)
-    parser.add_argument("--levels", nargs="+", default=list(LEVELS), choices=LEVELS)
+    parser.add_argument("--levels", nargs="+", default=list(LEVELS[:3]), choices=LEVELS)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 0], help="0: onnxruntime's default")
     parser.add_argument("--skip", action="append", default=[])

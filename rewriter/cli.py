@@ -219,6 +219,13 @@ def cli() -> None:
     help="Leave float16 the CPU has no kernels for as it is (default: computed in float32, as onnxruntime runs it).",
 )
 @click.option(
+    "--layout-may-grow",
+    is_flag=True,
+    help="Let the layout level (all) leave more nodes than the extended level, for its speed "
+    "offline: NCHWc reorders, fusions split back where onnxruntime's CPU kernel is slower "
+    "(default: never larger; where it would be, the level is undone).",
+)
+@click.option(
     "--explain",
     "explain_rules",
     multiple=True,
@@ -251,6 +258,7 @@ def optimize(
     external_data_threshold: int,
     max_memory: str,
     keep_float16: bool,
+    layout_may_grow: bool,
     explain_rules: tuple[str, ...],
     json_file: Path | None,
     quiet: bool,
@@ -297,6 +305,7 @@ def optimize(
                     annotation_boundaries=annotation_boundaries,
                     provider_kernels=list(provider_kernels),
                     keep_float16=keep_float16,
+                    layout_may_grow=layout_may_grow,
                     explain=list(explain_rules),
                     progress=bar if bar.enabled else None,
                 )
@@ -359,6 +368,9 @@ def optimize(
     help="As for optimize.",
 )
 @click.option("--keep-float16", is_flag=True, help="As for optimize.")
+@click.option(
+    "--layout-may-grow", is_flag=True, help="As for optimize (rules marked grows are explained only with it)."
+)
 @click.option("--json", "json_file", type=click.Path(path_type=Path), default=None, help="Also write it all as JSON.")
 @click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True, help="Blocks printed (0: all).")
 @click.option("--max-memory", default="auto", show_default=True, help="Address-space ceiling, as for optimize.")
@@ -374,6 +386,7 @@ def explain(
     provider_kernels: tuple[Path, ...],
     annotation_boundaries: str,
     keep_float16: bool,
+    layout_may_grow: bool,
     json_file: Path | None,
     limit: int,
     max_memory: str,
@@ -410,6 +423,7 @@ def explain(
                 annotation_boundaries=annotation_boundaries,
                 provider_kernels=list(provider_kernels),
                 keep_float16=keep_float16,
+                layout_may_grow=layout_may_grow,
             )
         except ModelError as error:
             raise ModelError(f"{model}: {error}") from None

@@ -6,8 +6,8 @@ per machine), with one exception chosen by measurement: where the CPU provider l
 SkipLayerNormFusion and EmbedLayerNormFusion are disabled.  onnxruntime's CPU kernels for
 those fused ops are slower than the Add and LayerNormalization they replace (1.2x-8x, see
 rules/layout.rules): our extended level fuses SkipLayerNormalization (and its simplified
-form) as every peer does and our layout level splits them back on the CPU, so the default
-level here is "all"; with
+form) as every peer does and our layout level splits them back on the CPU (given
+``layout_may_grow``, on here), so the default level here is "all"; with
 the fusions on, onnxruntime would fuse them back (BERT: 0.80 of ORT_ENABLE_ALL's time on
 the original with them, 0.67 without; MobileNetV3 1.01 -> 1.00; ViT 0.81 -> 0.76).
 """
@@ -49,7 +49,8 @@ def InferenceSession(  # (named like the onnxruntime class it returns)
     ``session_options`` (an ``onnxruntime.SessionOptions``, changed in place) keeps the
     caller's settings; its graph optimization level is set to ORT_ENABLE_ALL, and where the
     CPU provider leads, the fusions in ``CPU_SLOWER_FUSIONS`` are disabled (see the module
-    docstring).  Other keyword arguments go to ``rewriter.optimize``.  The optimized model
+    docstring).  Other keyword arguments go to ``rewriter.optimize`` (``layout_may_grow`` is
+    on unless given: the session is the point, not the node count).  The optimized model
     is passed to onnxruntime in memory (through a temporary file past protobuf's 2 GB)."""
     import onnxruntime as ort
 
@@ -59,6 +60,8 @@ def InferenceSession(  # (named like the onnxruntime class it returns)
     missing = [p for p in order if p not in available]
     if missing:
         raise RewriterError(f"onnxruntime here has no {', '.join(missing)} (it has {', '.join(sorted(available))})")
+    # a session is about speed, never the node count: the layout level keeps what it makes
+    optimize_options.setdefault("layout_may_grow", True)
     result = optimize(model, level=level, rules=rules, providers=order, **optimize_options)
     options = session_options if session_options is not None else ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

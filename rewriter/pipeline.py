@@ -16,6 +16,7 @@ says per rule and candidate root why it did or did not apply (docs/explain.md).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import time
@@ -30,7 +31,7 @@ from .errors import ArgumentError, FixpointError, RewriterError, expect
 from .explanation import Explainer, Explanation, Note
 from .expr import syntax
 from .expr.budget import end_run, start_run
-from .graph.model import FunctionState, ModelState, op_histogram
+from .graph.model import FunctionState, ModelState, SavedModel, op_histogram
 from .graph.model_io import load_model
 from .graph.wire import ModelParts
 from .onnx_facts.placement import provider_of
@@ -77,8 +78,8 @@ class Result:
     when first asked for (a copy of every weight).  ``save_model`` writes a result without
     assembling it: for a big model that is one copy of its weights fewer."""
 
-    def __init__(self, state: ModelState, report: Report) -> None:
-        self._state: ModelState | None = state
+    def __init__(self, state: ModelState | SavedModel, report: Report) -> None:
+        self._state: ModelState | SavedModel | None = state
         self._model: ModelProto | None = None
         self.report = report
 
@@ -195,6 +196,7 @@ def optimize(
     keep_float16: bool = False,
     explain: Sequence[str] = (),
     progress: ProgressHook | None = None,
+    layout_may_grow: bool = False,
 ) -> Result:
     """Optimize a model with the rule packs up to ``level``.
 
@@ -211,6 +213,11 @@ def optimize(
     ``explain()``); the run is the same with or without it.  ``progress`` is called with a
     ``rewrite.progress.Progress`` as each phase begins and every few hundred nodes a level's
     worklist looks at (what the command line's progress bar shows).
+    The layout level (3, ``"all"``) never leaves the model with more nodes than the extended
+    level did: where it would, it is undone (``report.warnings`` says so) and its rules
+    marked ``grows`` do not run; ``layout_may_grow=True`` keeps whatever it makes, as fast
+    as this CPU runs it offline (NCHWc reorders, fusions split back where onnxruntime's
+    kernel is slower).
     The input model is not modified; the result holds a new ``ModelProto`` and a ``Report``.
     """
     _check_arguments(rules, bundled, max_rewrites, providers, layer_assignment, annotation_boundaries, provider_kernels)
@@ -221,6 +228,8 @@ def optimize(
         packs = _select_packs(level_number, rules, bundled)
         _check_rule_names(names, packs, level_number, rules, bundled)
         explainer = Explainer(names)
+        if not layout_may_grow:
+            explainer.notes.extend(_growing_rule_notes(packs, names))
         rules, bundled = packs, False  # (loaded once)
     result = _optimize_collecting(
         model_or_path,
@@ -235,6 +244,7 @@ def optimize(
         keep_float16,
         explainer,
         progress,
+        layout_may_grow,
     )
     if explainer is not None:
         used = result.report.partition.providers if result.report.partition is not None else []
@@ -265,6 +275,7 @@ def explain(
     annotation_boundaries: str = "root",
     provider_kernels: Sequence[str | os.PathLike] = (),
     keep_float16: bool = False,
+    layout_may_grow: bool = False,
 ) -> Explanation:
     """Why the rules of the packs up to ``level`` (bundled, plus ``rules``) do or do not
     apply: for each rule (``rule``: only these names) and each candidate root (``node``:
@@ -283,6 +294,8 @@ def explain(
     levels = {r.name: p.level for p in packs for r in p.rules}
     top = max((levels[n] for n in rule_names), default=level_number)
     explainer = Explainer(rule_names or None, node_names or None)
+    if not layout_may_grow:
+        explainer.notes.extend(_growing_rule_notes(packs, rule_names))
     try:
         result = _optimize_collecting(
             model_or_path,
@@ -296,6 +309,8 @@ def explain(
             provider_kernels,
             keep_float16,
             explainer,
+            None,
+            layout_may_grow,
         )
     except FixpointError as error:
         # a level that never settles is what one most wants explained: its rules were
@@ -349,6 +364,7 @@ def _optimize(
     keep_float16=False,
     explainer: Explainer | None = None,
     progress: ProgressHook | None = None,
+    layout_may_grow: bool = False,
 ) -> Result:
     if progress is not None:
         if not callable(progress):
@@ -363,6 +379,8 @@ def _optimize(
     level_number = parse_level(level)
     user_packs = [item if isinstance(item, Pack) else load_pack(Path(item)) for item in rules or ()]
     packs = _select_packs(level_number, user_packs, bundled)
+    if not layout_may_grow:
+        packs = [_without_growing_rules(p) for p in packs]
     warnings = pack_warnings(level_number, user_packs)
     kernels = KernelTables.from_files(provider_kernels)
     provider_order = provider_list(providers)
@@ -385,7 +403,13 @@ def _optimize(
             provider_order,
             layer_assignment,
             annotation_boundaries,
-            RunOptions.from_environment(max_rewrites, kernels, float16_in_float32=not keep_float16, progress=progress),
+            RunOptions.from_environment(
+                max_rewrites,
+                kernels,
+                float16_in_float32=not keep_float16,
+                progress=progress,
+                layout_may_grow=layout_may_grow,
+            ),
             timings,
             explainer,
         )
@@ -412,6 +436,7 @@ def _run_levels(
     if state.removed_on_load:  # a built-in's first round, done while loading
         report.builtins[state.counted_as] = state.removed_on_load
     levels = sorted({p.level for p in packs})
+    saved: _Budget | None = None  # the model as the layout level found it (see _Budget)
     log: dict[str, tuple[str, tuple[str, ...]]] = {}  # every node the main graph's rewrites made
     before = Placement(after_partition=False, respect_annotations=annotation_boundaries == "respect")
     for lvl in (lvl for lvl in levels if lvl <= 1):
@@ -427,6 +452,8 @@ def _run_levels(
             report.partition.float32_nodes = compute_float16_in_float32(state, options.kernels.table(CPU))
         timings["partition"] = time.perf_counter() - start
         for lvl in (lvl for lvl in levels if lvl >= 2):
+            if lvl >= LAYOUT_LEVEL and saved is None and not options.layout_may_grow:
+                saved = _Budget(state, report)
             _run_level(
                 state,
                 packs,
@@ -439,7 +466,11 @@ def _run_levels(
                 log=log,
             )
 
+    result: ModelState | SavedModel = state
     nodes = state.view.nodes_in_order()
+    if saved is not None and len(nodes) > saved.nodes:
+        saved.undo(report, len(nodes))
+        result, nodes = saved.model, saved.model.nodes()
     report.nodes_after = len(nodes)
     report.ops_after = op_histogram(nodes)
     if report.partition is not None:
@@ -447,7 +478,55 @@ def _run_levels(
     casts = report.partition is not None and report.partition.float32_nodes > 0
     report.provenance = Provenance(_made_here(nodes, log, source if casts else None), log)
     report.seconds = timings
-    return Result(state, report)
+    return Result(result, report)
+
+
+LAYOUT_LEVEL = LEVEL_NAMES["layout"]
+
+
+class _Budget:
+    """The node budget of the layout level: ``--level all`` never gives more nodes than
+    ``--level extended``.  Its NCHWc reorders and the fusions it splits back buy speed with
+    nodes (onnxruntime's own ORT_ENABLE_ALL output is often larger than its extended one);
+    unless the run lets it grow (``layout_may_grow``), the model as the layout level found
+    it is kept here, and given back whole when the level left more nodes than that — a
+    blocked region's gain and cost are only known once its reorders have cancelled, so the
+    level is undone as a whole, not rewrite by rewrite.  Rules marked ``grows`` (each of
+    their rewrites adds nodes) are not run at all then (see ``_without_growing_rules``)."""
+
+    def __init__(self, state: ModelState, report: Report) -> None:
+        self.nodes = len(state.view.nodes_in_order())
+        self.model = SavedModel(state.model_parts())
+        self.builtins = dict(report.builtins)
+        self.rules = len(report.rules)  # the rows of the levels before
+
+    def undo(self, report: Report, made: int) -> None:
+        """Say in ``report`` that the layout level was undone (its rules applied nothing)."""
+        for row in report.rules[self.rules :]:
+            row.applied = 0
+        report.builtins = self.builtins
+        report.warnings.append(
+            f"the layout level was undone: it left {made} nodes where the extended level left "
+            f"{self.nodes} (--layout-may-grow keeps it, for its speed offline)"
+        )
+
+
+def _growing_rule_notes(packs: list[Pack], names: list[str]) -> list[Note]:
+    """A note per rule asked about by name that the run leaves out as ``grows``."""
+    wanted = set(names)
+    return [
+        Note(f"rule '{rule.name}' is marked grows (it adds nodes for speed): it runs only with --layout-may-grow")
+        for pack in packs
+        for rule in pack.rules
+        if rule.grows and rule.name in wanted
+    ]
+
+
+def _without_growing_rules(pack: Pack) -> Pack:
+    """``pack`` without its rules marked ``grows`` (a run whose layout level may not grow)."""
+    if not any(rule.grows for rule in pack.rules):
+        return pack
+    return dataclasses.replace(pack, rules=tuple(rule for rule in pack.rules if not rule.grows))
 
 
 def _made_here(

@@ -358,6 +358,9 @@ class Rule:
     # integer outputs may differ by this much in `verify` (a quantized kernel rounds its
     # exact integer sum once where the float graph rounds every product: one step either way)
     integer_tolerance: int = 0
+    # the rewrite trades nodes for speed (it makes the graph larger): it runs only in a run
+    # whose layout level may grow the graph (RunOptions.layout_may_grow); see pipeline.py
+    grows: bool = False
     family: str = ""  # "Template(args)" when the rule is an instance of a parameterized rule
     doc: str = ""  # the comment block above it in its file (dsl/docs.py); a family's instances share it
 

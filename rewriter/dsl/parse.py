@@ -533,12 +533,16 @@ class _ToAst(Transformer):
     def integer_tolerance(self, children):
         return ("integer_tolerance", int(children[0].value))
 
+    def grows(self, children):
+        return ("grows", True)
+
     @v_args(meta=True)
     def rule(self, meta, children):
         name_tok, *options, body, replacement = children
         root = None
         tolerance = None
         integer_tolerance = 0
+        grows = False
         providers: tuple[str, ...] = ()
         params: tuple[str, ...] | None = None
         instances: tuple[A.Instance, ...] = ()
@@ -551,6 +555,8 @@ class _ToAst(Transformer):
                 tolerance = option[1]
             elif option[0] == "integer_tolerance":
                 integer_tolerance = option[1]
+            elif option[0] == "grows":
+                grows = True
             elif option[0] == "providers":
                 providers = option[1]
             elif option[0] == "params":
@@ -599,6 +605,7 @@ class _ToAst(Transformer):
             replacement=replacement,
             tolerance=tolerance,
             integer_tolerance=integer_tolerance,
+            grows=grows,
             pos=self._pos(name_tok),
             file=self.file,
             providers=providers,

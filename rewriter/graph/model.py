@@ -180,15 +180,38 @@ class ModelState:
 
     def to_model(self) -> ModelProto:
         """The optimized model as a new ``ModelProto`` (every weight copied into it)."""
-        parts = self.model_parts()
-        model = ModelProto()
-        model.CopyFrom(parts.head)
-        graph = model.graph
-        graph.CopyFrom(parts.graph)
-        # (protobuf writes fields by number, so where the initializers go in the message
-        # does not matter; they keep their order)
-        graph.initializer.extend(parts.initializers)
-        return model
+        return assembled(self.model_parts())
+
+
+class SavedModel:
+    """A model as a ``ModelState`` held it at one moment (``ModelParts`` taken then): what a
+    run gives back when it undoes what came after (the layout level over its node budget,
+    see pipeline.py).  The parts' initializers are the view's own, never copied: the view
+    replaces an initializer it changes (``rename_value`` copies), so they stay as saved."""
+
+    def __init__(self, parts: ModelParts) -> None:
+        self.parts = parts
+
+    def nodes(self) -> list[onnx.NodeProto]:
+        return list(self.parts.graph.node)
+
+    def model_parts(self) -> ModelParts:
+        return self.parts
+
+    def to_model(self) -> ModelProto:
+        return assembled(self.parts)
+
+
+def assembled(parts: ModelParts) -> ModelProto:
+    """``parts`` as one new ``ModelProto`` (every weight copied into it)."""
+    model = ModelProto()
+    model.CopyFrom(parts.head)
+    graph = model.graph
+    graph.CopyFrom(parts.graph)
+    # (protobuf writes fields by number, so where the initializers go in the message
+    # does not matter; they keep their order)
+    graph.initializer.extend(parts.initializers)
+    return model
 
 
 _SHAPE_TYPES = (TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL)  # bool: Where(Equal(s, -1), ..)

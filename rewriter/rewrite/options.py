@@ -27,6 +27,9 @@ class RunOptions:
     # after partitioning, CPU float16 without float16 kernels computes in float32 (partition/float16.py)
     float16_in_float32: bool = True
     progress: ProgressHook | None = None  # told how far each level's worklist got (rewrite/progress.py)
+    # the layout level (3) may leave the graph larger than the extended level made it, and
+    # rules marked ``grows`` run (see pipeline.py, "node budget"); off: never larger
+    layout_may_grow: bool = False
 
     @classmethod
     def from_environment(
@@ -35,6 +38,7 @@ class RunOptions:
         kernels: KernelTables | None = None,
         float16_in_float32: bool = True,
         progress: ProgressHook | None = None,
+        layout_may_grow: bool = False,
     ) -> RunOptions:
         return cls(
             max_rewrites=max_rewrites,
@@ -42,4 +46,5 @@ class RunOptions:
             kernels=kernels or KernelTables(),
             float16_in_float32=float16_in_float32,
             progress=progress,
+            layout_may_grow=layout_may_grow,
         )

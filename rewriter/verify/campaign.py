@@ -271,8 +271,13 @@ def verify_rule(
             verdict.near_misses += instance.near_miss is not None
         problem, after, outputs, errors = None, None, None, (0.0, 0.0)
         try:
-            result = optimize(
-                instance.model, level=pack.level, rules=[single], bundled=False, providers=verify_provider(rule, pack)
+            result = optimize(  # (the rule alone, whatever it costs in nodes: the budget is a run's)
+                instance.model,
+                level=pack.level,
+                rules=[single],
+                bundled=False,
+                providers=verify_provider(rule, pack),
+                layout_may_grow=True,
             )
             after = result.model
             applied = result.report.applied(rule.name) > 0
