@@ -216,10 +216,10 @@ def test_verify_passes_a_correct_rule_and_strict_flags_unverified(tmp_path):
         "pack fine level 1\nrule NegNeg root a { a = Neg(x)  y = Neg(a) => y = Identity(x) }\n"
         "rule Never { y = Relu(x) where rank(x) == 99 => y = x }\n"
     )
-    proc = rewriter_cli("verify", rules, "--examples", "15", "--rule", "NegNeg", "--out", tmp_path)
+    proc = rewriter_cli("verify", rules, "--examples", "6", "--rule", "NegNeg", "--out", tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "fine.NegNeg" in proc.stdout and "ok" in proc.stdout
-    strict = rewriter_cli("verify", rules, "--examples", "10", "--strict", "--out", tmp_path)
+    strict = rewriter_cli("verify", rules, "--examples", "4", "--strict", "--out", tmp_path)
     assert strict.returncode == 1 and "unverified fine.Never" in strict.stderr
 
 

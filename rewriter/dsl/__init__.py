@@ -8,6 +8,7 @@ and the rewriter import this package for the rule classes alone.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,15 +83,32 @@ def load_pack(path: str | Path) -> Pack:
     return _LOADED[key]
 
 
+# the grammar's header (grammar/rules.lark: ``header``), after comments and blank space
+_HEADER = re.compile(r"pack\s+[A-Za-z_][A-Za-z0-9_]*\s+level\s+([0-9]+)(?![A-Za-z0-9_])")
+_COMMENT = re.compile(r"#[^\n]*")
+
+
+def declared_level(text: str) -> int | None:
+    """The level a pack's header declares, read from the text without parsing it (None when
+    the text does not start with a header this pattern reads: the parser decides then)."""
+    found = _HEADER.match(_COMMENT.sub("", text[:4096]).lstrip())
+    return int(found.group(1)) if found else None
+
+
 def pack_level(path: str | Path) -> int:
-    """The level a pack file declares, read from the disk cache without building its rules
-    when the pack is there (a run skips the packs above its level), else by loading it."""
+    """The level a pack file declares, read from its header without building its rules (a
+    run skips the packs above its level: a cold run at the basic level parsed the extended
+    pack for seconds only to learn it was level 2), else from the disk cache, else by
+    loading it.  A pack the run skips is not checked past its header."""
     expect(path, (str, os.PathLike), "pack_level()'s path")
     path = Path(path)
     loaded = _LOADED.get(_loaded_key(path))
     if loaded is not None:
         return loaded.level
-    level = pack_cache.level(_read(path), str(path))
+    text = _read(path)
+    level = declared_level(text)
+    if level is None:
+        level = pack_cache.level(text, str(path))
     return level if level is not None else load_pack(path).level
 
 
@@ -139,6 +157,7 @@ __all__ = [
     "Rule",
     "check_pack",
     "check_rules",
+    "declared_level",
     "forget_loaded",
     "load_pack",
     "load_pack_checked",
