@@ -30,6 +30,7 @@ NodeId = int
 SourceKey = tuple  # ("input" | "init" | "outer" | "missing", name)
 Slot = int | str  # an input position, or "implicit:<name>" for a read inside a subgraph
 _LAST = 1 << 62  # order of nodes created after loading: after every loaded node
+_RANK_STEP = 2.0**-20  # a new node without readers yet ranks this far above its highest producer
 
 
 def _missing(value: str) -> SourceKey:
@@ -55,6 +56,8 @@ class Topology:
         self.changes: list[NodeId] = []
         # every node read only values produced before it, as loaded (then no cycle either)
         self.loaded_in_order = True
+        # node -> a number that grows along every read (see ``rank``); None: to be numbered
+        self._ranks: dict[NodeId, float] | None = None
         self.repeated_node_names: list[str] = []  # names two loaded nodes share
 
     # ------------------------------------------------------------------ building blocks
@@ -128,6 +131,7 @@ class Topology:
         add_edge = self.nx.add_edge  # (add_edges_from reads every edge back through views)
         for consumer, slot in reads:
             add_edge(source, consumer, key=slot, value=value, out_slot=out_slot)
+            self._follow(source, consumer)
             self.changes.append(consumer)
 
     def _orphan_readers(self, source: NodeId | SourceKey) -> None:
@@ -145,6 +149,7 @@ class Topology:
     def _connect(self, node_id: NodeId, slot: Slot, value: str) -> None:
         source, out_slot = self._source_of(value)
         self.nx.add_edge(source, node_id, key=slot, value=value, out_slot=out_slot)
+        self._follow(source, node_id)
 
     def _disconnect(self, node_id: NodeId, slot: Slot, value: str) -> None:
         source, _ = self._source_of(value)
@@ -155,6 +160,7 @@ class Topology:
     def _load(self, entries: Iterable[tuple[NodeProto, tuple[int, int], list[str]]]) -> None:
         """Add a graph's nodes in two batches: every node first (so that every output has
         its producer), then every read as an edge."""
+        self._ranks = None  # (numbered when first asked)
         nodes = []
         for proto, order, inputs in entries:
             node_id = next(self._ids)
@@ -189,6 +195,7 @@ class Topology:
             if out and out in self._producer:
                 raise ValueError(f"value '{out}' has two producers")
         node_id = next(self._ids)
+        self._place(node_id, attrs)
         self.nx.add_node(node_id, **attrs)
         self._register(node_id, attrs, loading=False)
         for out_slot, out in enumerate(attrs["outputs"]):
@@ -212,9 +219,12 @@ class Topology:
         orphans: list[tuple[NodeId, Slot, str]] = []
         read: list[str] = []
         protos: list[NodeProto] = []
+        ranks = self._ranks
         for node_id in node_ids:
             attrs = nodes[node_id]
             self._forget(node_id, attrs)
+            if ranks is not None:
+                ranks.pop(node_id, None)
             for out in attrs["outputs"]:
                 if out and producer.get(out, (None,))[0] == node_id:
                     del producer[out]
@@ -453,6 +463,68 @@ class Topology:
     def topological_nodes(self) -> list[NodeProto]:
         return [self._nodes[n]["proto"] for n in self.topological_ids()]
 
+    # --------------------------------------------------------------------------- ranks
+    def rank(self, node_id: NodeId) -> float | None:
+        """A number above the ranks of the nodes ``node_id`` reads from (so a node ranked
+        below another is never computed from it); None when the graph has a cycle.  The
+        whole graph is numbered from a topological sort when first asked; after that a new
+        node is placed between its producers and the readers waiting for its outputs, and a
+        change that leaves no room between them has the graph numbered again.  Answers
+        "can this value depend on that one" without walking everything upstream."""
+        ranks = self._ranks if self._ranks is not None else self._number()
+        return None if ranks is None else ranks[node_id]
+
+    def _number(self) -> dict[NodeId, float] | None:
+        try:
+            ids = self.topological_ids()
+        except ValueError:  # a cycle: no numbering (asked again after the next change)
+            return None
+        self._ranks = {node_id: float(i) for i, node_id in enumerate(ids)}
+        return self._ranks
+
+    def _place(self, node_id: NodeId, attrs: dict[str, Any]) -> None:
+        """Rank a node about to be added: above its producers, below the readers already
+        waiting for its outputs (halfway between), or renumber later when there is no
+        room."""
+        ranks = self._ranks
+        if ranks is None:
+            return
+        low = high = None
+        for _, name in self._reads(attrs):
+            entry = self._producer.get(name)
+            if entry is not None and type(entry[0]) is int:
+                rank = ranks.get(entry[0])
+                if rank is None:
+                    self._ranks = None
+                    return
+                low = rank if low is None or rank > low else low
+        for out in attrs["outputs"]:
+            for reader in self._out_edges.get(_missing(out), ()) if out else ():
+                rank = ranks.get(reader)
+                if rank is None:
+                    self._ranks = None
+                    return
+                high = rank if high is None or rank < high else high
+        if high is None:
+            ranks[node_id] = -1.0 if low is None else low + _RANK_STEP
+        elif low is None:
+            ranks[node_id] = high - 1.0
+        else:
+            middle = (low + high) / 2
+            if low < middle < high:
+                ranks[node_id] = middle
+            else:  # no room (or a read that comes later): numbered again when next asked
+                self._ranks = None
+
+    def _follow(self, source: NodeId | SourceKey, reader: NodeId) -> None:
+        """A read from ``source`` was added to ``reader``: the ranks still hold, or the
+        graph is numbered again when next asked."""
+        ranks = self._ranks
+        if ranks is not None and type(source) is int:
+            above, below = ranks.get(source), ranks.get(reader)
+            if above is None or below is None or above >= below:
+                self._ranks = None
+
     # ---------------------------------------------------------------------- self-check
     def check_consistency(self) -> None:
         """Engine self-check (tests run it after every level): the NetworkX graph and the
@@ -479,3 +551,7 @@ class Topology:
         waiting = {u for u, _, _, _, _ in expected_edges if type(u) is tuple and u[0] == "missing"}
         assert set(self.nx.nodes) == set(self.node_ids()) | sources | waiting, "nx nodes out of sync"
         assert sum(map(len, self._by_op.values())) == self._count == len(self.node_ids()), "op index out of sync"
+        if self._ranks is not None:  # the numbering kept through rewrites still grows along every read
+            assert set(self._ranks) == set(self.node_ids()), "ranks out of sync"
+            for u, v, _, _, _ in actual_edges:
+                assert type(u) is not int or self._ranks[u] < self._ranks[v], f"rank of node {u} not below {v}"

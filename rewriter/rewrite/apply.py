@@ -488,8 +488,14 @@ class Rewriter:
         redefines (a mask computed from the shape of the present key that a new attention
         node outputs), with that value: the rewritten graph would have a cycle."""
         view = self.view
-        if not any(c not in deleted for value in replaced for c, _ in view.consumers(value)):
+        outside = [c for value in replaced for c, _ in view.consumers(value) if c not in deleted]
+        if not outside:
             return None  # nothing outside the match reads a redefined value
+        # a path from a redefined value to a read goes through one of ``outside``, so only
+        # nodes ranked at or above the lowest of them can be on it (without the ranks, a
+        # rewrite walked everything upstream of what it reads: quadratic in the graph)
+        ranks = [view.rank(c) for c in outside]
+        floor = None if None in ranks else min(r for r in ranks if r is not None)
         new_values = {o for _, outputs in build.names for o in outputs} | {t.name for t in build.initializers}
         seen: set[NodeId] = set()  # searched already, no redefined value above them
         for read in sorted(referenced - new_values):
@@ -502,6 +508,9 @@ class Rewriter:
                 if producer is None or producer in seen or producer in deleted:
                     continue
                 seen.add(producer)
+                rank = view.rank(producer) if floor is not None else None
+                if rank is not None and floor is not None and rank < floor:
+                    continue  # below every reader of a redefined value: not computed from one
                 stack.extend(i for i in view.inputs(producer) if i)
         return None
 
