@@ -457,3 +457,140 @@ def test_attention_gated_by_a_sink_over_an_infinite_mask_is_left_alone():
     feeds["keep"][1, 0, 0, :] = False
     assert np.isnan(run(before, feeds)[0]).any()
     assert_same_on(before, after.model, feeds)
+
+
+def filled_attention(fill: float, batch="B", seq="S", kept: bool = False) -> onnx.ModelProto:
+    """XLM's and FlauBERT's attention: q's heads divided by sqrt(d), Q.K^T, the padding mask
+    Equal(attention_mask, 0) viewed as [B, 1, 1, S] and expanded to the scores' shape at run
+    time, scores.masked_fill(mask, fill) (kept: torch.where(keep, scores, fill)), Softmax, V."""
+    n = helper.make_node
+    nodes = [
+        n("MatMul", ["x", "wq"], ["q"]),
+        n("MatMul", ["x", "wk"], ["k"]),
+        n("MatMul", ["x", "wv"], ["v"]),
+        n("Reshape", ["q", "split"], ["q4"]),
+        n("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
+        n("Div", ["qh", "root"], ["qs"]),
+        n("Reshape", ["k", "split"], ["k4"]),
+        n("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+        n("Reshape", ["v", "split"], ["v4"]),
+        n("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3]),
+        n("MatMul", ["qs", "kt"], ["scores"]),
+        n("Equal", ["attention_mask", "zero_i"], ["padded"]),
+        *([n("Not", ["padded"], ["keep"])] if kept else []),
+        n("Reshape", ["keep" if kept else "padded", "row"], ["m"]),
+        n("Shape", ["scores"], ["shape"]),
+        n("Expand", ["m", "shape"], ["me"]),
+        n("Where", ["me", "scores", "fill"] if kept else ["me", "fill", "scores"], ["filled"]),
+        n("Softmax", ["filled"], ["p"], axis=-1),
+        n("MatMul", ["p", "vh"], ["pv"]),
+        n("Transpose", ["pv"], ["o"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["o", "merge"], ["y"]),
+    ]
+    rng = np.random.default_rng(0)
+    inits = [init(w, rng.standard_normal([32, 32]).astype(np.float32) * 0.3) for w in ("wq", "wk", "wv")]
+    inits += [
+        init("split", np.array([0, -1, 4, 8], np.int64)),
+        init("root", np.array(8**0.5, np.float32)),
+        init("zero_i", np.array(0, np.int64)),
+        init("row", np.array([0, 1, 1, -1], np.int64)),
+        init("fill", np.array(fill, np.float32)),
+        init("merge", np.array([0, -1, 32], np.int64)),
+    ]
+    inputs = [tensor("x", shape=[batch, seq, 32]), tensor("attention_mask", onnx.TensorProto.INT64, shape=[batch, seq])]
+    return model(nodes, inputs, [tensor("y", shape=[batch, seq, 32])], inits)
+
+
+def filled_feeds(batch: int = 2, seq: int = 5) -> dict:
+    rng = np.random.default_rng(7)
+    mask = (rng.random([batch, seq]) < 0.7).astype(np.int64)
+    mask[:, 0] = 1
+    mask[batch - 1] = 0  # one item whose every key is padding: its rows are uniform
+    return {"x": rng.standard_normal([batch, seq, 32]).astype(np.float32), "attention_mask": mask}
+
+
+@pytest.mark.parametrize("kept", [False, True])
+@pytest.mark.parametrize("fill", [float(np.finfo(np.float32).min), -1e30])
+def test_attention_masked_by_a_fill_becomes_multi_head_attention_with_an_additive_bias(fill, kept):
+    before = filled_attention(fill, kept=kept)
+    after = rewriter.optimize(before, level="extended")
+    found = ops(after.model)
+    assert found["MultiHeadAttention"] == 1 and not {"Softmax", "Div", "FusedMatMul"} & set(found)
+    assert found["Where"] == 1 and found["Expand"] == 1  # the bias, expanded to q's and k's lengths
+    assert after.report.applied("MatMulDividedInputAFusion") == 1
+    rule = "MultiHeadAttentionKeptExpandedFusion" if kept else "MultiHeadAttentionFilledExpandedFusion"
+    assert after.report.applied(rule) == 1
+    # the lengths are read from the projections' input, which leaves q, k and v free to pack
+    assert {node.input[0] for node in after.model.graph.node if node.op_type == "Shape"} == {"x"}
+    assert_same_on(before, after.model, filled_feeds())
+    assert_same_on(before, after.model, filled_feeds(batch=1, seq=1))
+
+
+@pytest.mark.parametrize("fill", [-10000.0, -1e9, float("-inf")])
+def test_attention_masked_by_a_fill_a_score_can_move_is_left_alone(fill):
+    """A fully masked row is uniform in the original; with -10000 as a bias its scores would
+    still show through (and with -inf the original is NaN)."""
+    before = filled_attention(fill)
+    after = rewriter.optimize(before, level="extended").model
+    assert "MultiHeadAttention" not in ops(after) and ops(after)["Softmax"] == 1
+    feeds = filled_feeds()
+    for a, b in zip(run(before, feeds), run(after, feeds)):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_attention_masked_by_a_fill_with_static_shapes_reads_the_expanded_mask():
+    """With static shapes the scores' shape is a constant: the Where reads the mask expanded
+    to [B, N, S, T] and the bias is filled from it."""
+    before = filled_attention(float(np.finfo(np.float32).min), batch=2, seq=5)
+    after = rewriter.optimize(before, level="extended")
+    assert after.report.applied("MultiHeadAttentionFilledFusion") == 1
+    assert "Softmax" not in ops(after.model)
+    assert_same_on(before, after.model, filled_feeds())
+
+
+def broadcast_query_attention(batch: int) -> onnx.ModelProto:
+    """LED's decoder attention as the dynamo exporter writes it for a batch of one: k and v
+    folded into [B*N, T, H], q's heads left [B, N, S, H], their product broadcast to the
+    scores [B, N, S, T], the mask added there, viewed as [B*N, S, T] for Softmax."""
+    n = helper.make_node
+    nodes = [
+        n("Reshape", ["q", "split"], ["q4"]),
+        n("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["k", "split"], ["k4"]),
+        n("Transpose", ["k4"], ["kh"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["kh", "fold"], ["k3"]),
+        n("Transpose", ["k3"], ["kt"], perm=[0, 2, 1]),
+        n("Reshape", ["v", "split"], ["v4"]),
+        n("Transpose", ["v4"], ["vh"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["vh", "fold"], ["v3"]),
+        n("MatMul", ["qh", "kt"], ["s"]),
+        n("Add", ["s", "mask"], ["masked"]),
+        n("Reshape", ["masked", "fold_scores"], ["s3"]),
+        n("Softmax", ["s3"], ["p"], axis=-1),
+        n("MatMul", ["p", "v3"], ["pv"]),
+        n("Reshape", ["pv", "unfold"], ["o4"]),
+        n("Transpose", ["o4"], ["o"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["o", "merge"], ["y"]),
+    ]
+    inits = [
+        init("split", np.array([batch, -1, 4, 8], np.int64)),
+        init("fold", np.array([batch * 4, -1, 8], np.int64)),
+        init("fold_scores", np.array([batch * 4, 3, 6], np.int64)),
+        init("unfold", np.array([batch, 4, 3, 8], np.int64)),
+        init("merge", np.array([batch, 3, 32], np.int64)),
+    ]
+    inputs = [
+        tensor("q", shape=[batch, 3, 32]),
+        tensor("k", shape=[batch, 6, 32]),
+        tensor("v", shape=[batch, 6, 32]),
+        tensor("mask", shape=[batch, 1, 3, 6]),
+    ]
+    return model(nodes, inputs, [tensor("y", shape=[batch, 3, 32])], inits)
+
+
+def test_attention_with_query_heads_broadcast_over_a_batch_of_one_becomes_multi_head_attention():
+    before = broadcast_query_attention(1)
+    after = rewriter.optimize(before, level="extended")
+    assert after.report.applied("MultiHeadAttentionBroadcastQueryFusion") == 1
+    assert ops(after.model) == {"MultiHeadAttention": 1}
+    assert_same_outputs(before, after.model)
