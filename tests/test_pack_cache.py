@@ -247,7 +247,8 @@ def test_damaged_or_crafted_entries_are_ignored_and_the_pack_parsed(cache_dir, t
 
 def test_every_pack_the_parser_makes_is_well_formed():
     # what serial.decode holds a cache entry to (dsl/wellformed.py) is true of every parse
-    paths = [*bundled_pack_paths(), *sorted((ROOT / "docs" / "tutorial").glob("*.rules"))]
+    # (of the bundled packs too: test_bundled_packs_read_back_exactly_as_parsed parses them)
+    paths = sorted((ROOT / "docs" / "tutorial").glob("*.rules"))
     paths += sorted((ROOT / "tests" / "mutants").glob("*.rules"))
     paths += sorted((ROOT / "tests" / "fixtures").glob("*.rules"))  # (matrix products among them)
     for path in paths:
@@ -502,18 +503,6 @@ def test_the_cache_is_bounded_and_evicts_the_least_recently_used(tmp_path):
 # ---------------------------------------------------------------- the same with or without
 
 
-def test_bundled_packs_read_back_exactly_as_parsed(cache_dir):
-    parsed = []
-    for path in bundled_pack_paths():
-        forget_loaded()
-        parsed.append(load_pack(path))  # stored
-    for path, pack in zip(bundled_pack_paths(), parsed):
-        again, happened = counted(path)
-        assert happened == {"hit": 1}
-        assert again == pack and encoded(again) == encoded(pack)
-        assert all(r.pos.file == str(path) for r in again.rules)
-
-
 def test_what_serial_cannot_write_back_equal_is_not_stored(cache_dir, tmp_path):
     path = tmp_path / "mine.rules"
     path.write_text(SMALL_PACK)
@@ -532,8 +521,7 @@ def test_what_serial_cannot_write_back_equal_is_not_stored(cache_dir, tmp_path):
 
 
 def _optimized(models: list[Path], level: str) -> list[tuple[bytes, list]]:
-    """Each model optimized after the packs are loaded again (from the cache, or parsed)."""
-    forget_loaded()
+    """Each model optimized with the packs this process has loaded."""
     outcomes = []
     for model in models:
         result = rewriter.optimize(str(model), level=level)
@@ -542,18 +530,29 @@ def _optimized(models: list[Path], level: str) -> list[tuple[bytes, list]]:
     return outcomes
 
 
-def test_the_same_optimized_model_with_and_without_the_cache(cache_dir):
-    # (one load of the packs per way, every model optimized with it: a cold parse is the
-    # slow part, so the parsed packs are the ones the cold cache stores)
+def test_bundled_packs_read_back_exactly_as_parsed(cache_dir):
+    """One cold load of the bundled packs (parsing them is the slow part) serves it all: each
+    parse is well formed and stored, reads back equal (positions' files too), and optimizes
+    the models exactly as the pack read back does."""
+    paths = bundled_pack_paths()
     models = [ROOT / "examples" / "convnet_bn.onnx", MODELS / "resnet18_mini_bn.onnx", MODELS / "bert_tiny.onnx"]
     before = dict(pack_cache.counts)
-    parsed = _optimized(models, "all")
-    assert pack_cache.counts["stored"] == before.get("stored", 0) + len(bundled_pack_paths())
+    forget_loaded()
+    parsed = [load_pack(path) for path in paths]
+    assert pack_cache.counts["stored"] == before.get("stored", 0) + len(paths)
     assert pack_cache.counts["hit"] == before.get("hit", 0)
-    cached = _optimized(models, "all")
-    assert pack_cache.counts["hit"] == before.get("hit", 0) + len(bundled_pack_paths())
-    for model, from_cache, from_parse in zip(models, cached, parsed):
-        assert from_cache == from_parse, model.stem
+    for path, pack in zip(paths, parsed):
+        assert list(wellformed.problems(pack)) == [], path
+    from_parse = _optimized(models, "all")
+    forget_loaded()
+    again = [load_pack(path) for path in paths]
+    assert pack_cache.counts["hit"] == before.get("hit", 0) + len(paths)
+    for path, pack, read in zip(paths, parsed, again):
+        assert read is not pack and read == pack and encoded(read) == encoded(pack), path
+        assert all(r.pos.file == str(path) for r in read.rules)
+    from_cache = _optimized(models, "all")
+    for model, cached, fresh in zip(models, from_cache, from_parse):
+        assert cached == fresh, model.stem
 
 
 @pytest.mark.parametrize(

@@ -37,15 +37,27 @@ def _spaced_grammar_strategy() -> st.SearchStrategy[str]:
     return from_lark(grammar, explicit=explicit)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(_spaced_grammar_strategy())
-def test_any_grammatical_text_either_checks_or_gives_a_rule_error(text):
+def _parses_or_refuses(text: str) -> None:
     try:
         pack = parse_pack(text, "fuzz.rules")
     except RuleError:
         return  # e.g. a drawn name that is a keyword
     for error in check_pack(pack):
         assert isinstance(error, RuleError) and error.line >= 0
+
+
+# (hypothesis's generation from the grammar is most of the time: 80 texts here, 1000 slow)
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_spaced_grammar_strategy())
+def test_any_grammatical_text_either_checks_or_gives_a_rule_error(text):
+    _parses_or_refuses(text)
+
+
+@pytest.mark.slow
+@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_spaced_grammar_strategy())
+def test_many_grammatical_texts_either_check_or_give_a_rule_error(text):
+    _parses_or_refuses(text)
 
 
 VALID = """pack p level 1

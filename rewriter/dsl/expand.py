@@ -64,6 +64,13 @@ def _error(message: str, pos: Position) -> RuleError:
     return RuleError(message, pos.file, pos.line, pos.column)
 
 
+# what rule objects hold besides rule objects and tuples: walks skip them (no visitor of
+# ``transform`` replaces a bare string or number, and they are most of what a walk meets);
+# read-only walks skip positions too (``transform``'s visitors may replace those)
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+_UNREAD = _PLAIN | {Position}
+
+
 def expanded_size(obj, what: str, pos: Position, limit: int = MAX_EXPANDED_TERMS) -> int:
     """How many terms (rule objects) ``obj`` holds; an error past ``limit`` terms or
     ``MAX_EXPANDED_DEPTH`` levels of nesting, found without recursion and without walking
@@ -83,7 +90,10 @@ def expanded_size(obj, what: str, pos: Position, limit: int = MAX_EXPANDED_TERMS
             raise _error(f"{what} expands to more than {limit} terms", pos)
         if depth > MAX_EXPANDED_DEPTH:
             raise _error(f"{what} expands to more than {MAX_EXPANDED_DEPTH} levels of nesting", pos)
-        stack.extend((getattr(item, name), depth + 1) for name in names)
+        for name in names:
+            value = getattr(item, name)
+            if type(value) not in _UNREAD:
+                stack.append((value, depth + 1))
     return count
 
 
@@ -141,7 +151,10 @@ def check_family_params(
 
 def transform(obj, visit: Callable[[object], object | None]):
     """``obj`` rebuilt bottom-up where ``visit`` returns a replacement (None: keep, and
-    look inside).  Rule objects are frozen dataclasses and tuples of them."""
+    look inside).  Rule objects are frozen dataclasses and tuples of them; ``visit`` sees
+    those, not the plain values (``_PLAIN``) in their fields."""
+    if type(obj) in _PLAIN:
+        return obj
     replaced = visit(obj)
     if replaced is not None:
         return replaced
@@ -151,13 +164,20 @@ def transform(obj, visit: Callable[[object], object | None]):
 def transform_inside(obj, visit: Callable[[object], object | None]):
     """``transform`` of ``obj``'s parts (not of ``obj`` itself)."""
     if isinstance(obj, tuple):
-        items = tuple(transform(item, visit) for item in obj)
-        return obj if all(a is b for a, b in zip(items, obj)) else items
+        changed = False
+        items = []
+        for item in obj:
+            new = item if type(item) in _PLAIN else transform(item, visit)
+            changed = changed or new is not item
+            items.append(new)
+        return tuple(items) if changed else obj
     names = _field_names(type(obj))
     if names:
         changes = {}
         for name in names:
             value = getattr(obj, name)
+            if type(value) in _PLAIN:
+                continue
             new = transform(value, visit)
             if new is not value:
                 changes[name] = new
@@ -187,7 +207,10 @@ def calls_any(obj, functions: dict) -> bool:
         elif isinstance(item, A.Call) and item.func in functions:
             return True
         else:
-            stack.extend(getattr(item, name) for name in _field_names(type(item)))
+            for name in _field_names(type(item)):
+                value = getattr(item, name)
+                if type(value) not in _UNREAD:
+                    stack.append(value)
     return False
 
 

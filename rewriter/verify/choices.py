@@ -10,6 +10,7 @@ only; it shrinks to the first option, as ``sampled_from`` does.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import TypeVar
 
 from hypothesis import strategies as st
@@ -18,6 +19,15 @@ T = TypeVar("T")
 
 
 _STEPS = 1000  # a wide range: hypothesis's extra weight on its smallest value is one step
+_WINDOW = st.integers(0, _STEPS - 1)
+
+
+@lru_cache(maxsize=256)
+def _indices(count: int) -> st.SearchStrategy[int]:
+    """``sampled_from(range(count))``, made once per count: hypothesis checks a strategy
+    the first time it draws from it, and a new one per choice made that a tenth of a
+    campaign's time (the draws are the same: a strategy's label is its elements')."""
+    return st.sampled_from(range(count))
 
 
 def pick(draw: Callable, options: Sequence[T], label: str | None = None) -> T:
@@ -27,14 +37,14 @@ def pick(draw: Callable, options: Sequence[T], label: str | None = None) -> T:
     options about half the draws and the last a twentieth (hypothesis favours small
     values), so a rule's last example clauses were rarely drawn."""
     options = list(options)
-    return options[draw(st.sampled_from(range(len(options))), label=label)]
+    return options[draw(_indices(len(options)), label=label)]
 
 
 def permutation(draw: Callable, items: Sequence[T], label: str | None = None) -> list[T]:
     """``items`` in a drawn order (shrinks toward the order given)."""
     left, order = list(items), []
     while left:
-        order.append(left.pop(draw(st.sampled_from(range(len(left))), label=label)))
+        order.append(left.pop(draw(_indices(len(left)), label=label)))
     return order
 
 
@@ -43,5 +53,5 @@ def chance(draw: Callable, one_in: float, label: str | None = None) -> bool:
     range (``st.booleans()`` mostly gives False), and shrinks toward them, so the rare
     outcome is a window in the middle of a wide range: rare things are as rare as asked,
     and shrinking takes them away unless a failure needs them."""
-    value = draw(st.integers(0, _STEPS - 1), label=label)
+    value = draw(_WINDOW, label=label)
     return (value - _STEPS // 3) % _STEPS < round(_STEPS / one_in)
