@@ -169,6 +169,10 @@ Every model is built from a config with random weights (nothing is downloaded) a
                                               deepseek_v4 lfm3 zaya gte nomic_bert jina_embeddings_v3 xlm_roberta_xl
                                               deberta esmc embedding_gemma2_text openai_privacy_filter fnet mlcd_vision
                                               radio sapiens2 pvt pp_lcnet
+  ctrl                                        CTRL (sinusoidal positions, pre-LN) as an ENCODER
+EXPORT_SIZES='{"hidden_size": 128, "intermediate_size": 192}' (JSON, the environment) builds the
+families that tiny_transformer makes (DECODERS, ENCODERS) at other sizes: a check that no rule
+depends on the corpus's (head size 32 instead of 16 with the sizes above).
 Names: {family}[_kv]_{ts_static|ts_dynamic|ts_opset14|ts_dynamic_opset14|ts_bn|dynamo}[_fp16|_qdq|_qdyn|_q4].onnx,
 and {family}_{ts_dynamic_nofold|dynamo_opset23|dynamo_noopt|dynamo_dynamic}.onnx for the exporter settings.
 Dynamo exports of the original set use the exporter's default opset, the newer families opset 18.
@@ -181,6 +185,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
+import os
 import sys
 import tempfile
 import traceback
@@ -2013,6 +2019,7 @@ ENCODERS = {
         {"type_vocab_size": 2, "relative_attention": True, "pos_att_type": ["c2p", "p2c"], "position_buckets": 8},
     ),
     "camembert": ("CamembertConfig", "CamembertModel", TEXT3, {}),
+    "ctrl": ("CTRLConfig", "CTRLModel", ["input_ids", "attention_mask"], {"n_embd": 64, "n_head": 4, "dff": 128}),
     "roformer": ("RoFormerConfig", "RoFormerModel", TEXT3, {"embedding_size": 64}),  # rotary in an encoder
     "mobilebert": (
         "MobileBertConfig",
@@ -2226,9 +2233,15 @@ def export_encoder(
     export_text(out, prefix or family, model, names, 18, variants)
 
 
+# EXPORT_SIZES='{"hidden_size": 128, "intermediate_size": 192}' (JSON) exports the families
+# that tiny_transformer builds at other sizes than the corpus's: rules must not depend on them
+SIZES = json.loads(os.environ.get("EXPORT_SIZES", "{}"))
+
+
 def tiny_transformer(config_name: str, model_name: str, extra: dict, attention: str, **arguments):
     """A random-weight transformers model of the corpus's size (2 layers, hidden 64, 4 heads,
-    vocabulary 128): ``arguments`` then the family's ``extra`` (a None there drops the key)."""
+    vocabulary 128; SIZES overrides them): ``arguments`` then the family's ``extra`` (a None
+    there drops the key)."""
     import transformers
 
     arguments = dict(
@@ -2240,6 +2253,7 @@ def tiny_transformer(config_name: str, model_name: str, extra: dict, attention: 
         attn_implementation=attention,
         **arguments,
     )
+    arguments.update(SIZES)
     arguments.update(extra)
     config = getattr(transformers, config_name)(**{k: v for k, v in arguments.items() if v is not None})
     return getattr(transformers, model_name)(config)
