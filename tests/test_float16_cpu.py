@@ -88,3 +88,41 @@ def test_a_float16_output_read_outside_keeps_its_float16_value():
     for want, got in zip(run(before, feeds), run(after, feeds)):
         assert got.dtype == want.dtype
         np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), atol=2e-2, rtol=2e-2)
+
+
+def ceil_half_of_int(*, float16_outputs: tuple[str, ...] = ()) -> onnx.ModelProto:
+    """An int64 size halved and rounded up in float16 (as TorchScript exports of padding
+    arithmetic convert): x -> Cast to float16 -> Mul 0.5 -> Ceil -> Cast to int64."""
+    nodes = [
+        helper.make_node("Cast", ["x"], ["h"], to=H),
+        helper.make_node("Mul", ["h", "half"], ["m"]),
+        helper.make_node("Ceil", ["m"], ["c"]),
+        helper.make_node("Cast", ["c"], ["y"], to=TensorProto.INT64),
+    ]
+    outputs = [tensor("y", TensorProto.INT64, [3])] + [tensor(name, H, [3]) for name in float16_outputs]
+    return model(nodes, [tensor("x", TensorProto.INT64, [3])], outputs, [init("half", np.array(0.5, np.float16))])
+
+
+def test_the_casts_at_the_float32_edge_merge_as_onnxruntime_merges_them():
+    # onnxruntime wraps Mul and Ceil (no float16 kernels) in Casts it then merges with the
+    # model's: int64 -> float and float -> int64, never rounding 4097 to float16's 4096
+    before = ceil_half_of_int()
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    casts = [n for n in after.graph.node if n.op_type == "Cast"]
+    assert ops(after) == Counter({"Cast": 2, "Mul": 1, "Ceil": 1})
+    assert [(n.input[0], n.attribute[0].i) for n in casts] == [("x", F), (casts[1].input[0], TensorProto.INT64)]
+    feeds = {"x": np.array([4097, 7, 33], np.int64)}
+    assert run(before, feeds)[0].tolist() == run(after, feeds)[0].tolist() == [2049, 4, 17]
+
+
+def test_a_cast_the_float32_edge_shares_with_other_readers_stays():
+    # the float16 values are graph outputs too: onnxruntime keeps both float16 Casts, so the
+    # int64 size is rounded to float16 (4096) on the way in and the result (2049) on the way out
+    before = ceil_half_of_int(float16_outputs=("h", "c"))
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert ops(after)["Cast"] == 4
+    feeds = {"x": np.array([4097, 7, 33], np.int64)}
+    want, got = run(before, feeds), run(after, feeds)
+    assert want[0].tolist() == got[0].tolist() == [2048, 4, 17]
+    for a, b in zip(want[1:], got[1:]):
+        assert a.dtype == b.dtype == np.float16 and a.tolist() == b.tolist()

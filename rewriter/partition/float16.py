@@ -14,11 +14,17 @@ So after partitioning, the CPU-placed nodes that have no kernel for their float1
 but one in float32 are rewritten in float32, and so are neighbours that run either way when
 most of their float16 edges already lead to float32 nodes (a Reshape between two MatMuls,
 a LayerNormalization between residual Adds); float16 constants they read get float32
-copies; other float16 values are cast at the edge of the float32 region, once each.  A Cast
-to float16 feeding only the region is skipped (its input is read directly), and a Cast to
-float reading the region reads the float32 value.  The numbers are those onnxruntime
-computes for the model with its optimizations on: each op in float32, without rounding to
-float16 between ops (closer to the float32 model the float16 one was converted from).
+copies; other float16 values are cast at the edge of the float32 region, once each.  The
+Casts at the edge merge with the model's own as onnxruntime merges them with those it
+inserts (its RemoveDuplicateCastTransformer, which runs at every optimization level): a
+Cast from float to float16 feeding the region is skipped (its input is read directly);
+one from another type that feeds only the region becomes a Cast from that type to float
+(an int64 size computed in float16: onnxruntime does not round it to float16 either); a
+Cast to float reading the region reads the float32 value, and when only Casts read a
+region value, they read the float32 value (Ceil(x) -> Cast to int64 without a float16
+step).  The numbers are those onnxruntime computes for the model at any optimization
+level: each op in float32, without rounding to float16 between ops (closer to the float32
+model the float16 one was converted from).
 
 Not converted: nodes placed on other providers, Casts, nodes with subgraphs, ops whose
 attributes name a type or hold a tensor, and nodes whose float32 form has no kernel either.
@@ -38,6 +44,23 @@ from .kernels import KernelTable
 
 _F16, _F32 = TensorProto.FLOAT16, TensorProto.FLOAT
 _TYPED_ATTRIBUTES = frozenset({"to", "dtype", "output_dtype", "saturate"})
+# element types a Cast to float16 reads that onnxruntime lets its inserted Cast to float
+# read directly (strings and the 8- and 4-bit types are not merged here)
+_NUMERIC = frozenset(
+    {
+        TensorProto.BOOL,
+        TensorProto.INT8,
+        TensorProto.INT16,
+        TensorProto.INT32,
+        TensorProto.INT64,
+        TensorProto.UINT8,
+        TensorProto.UINT16,
+        TensorProto.UINT32,
+        TensorProto.UINT64,
+        TensorProto.DOUBLE,
+        TensorProto.BFLOAT16,
+    }
+)
 
 
 def compute_float16_in_float32(state: GraphState, cpu: KernelTable) -> int:
@@ -129,14 +152,16 @@ def _rewrite(view: GraphView, region: set[NodeId]) -> None:
         if value in as_float:
             return as_float[value]
         producer = view.producer(value)
-        if producer is not None and view.node(producer).op_type == "Cast":
-            source = view.inputs(producer)[0]
-            if source and view.elem_type(source) == _F32:  # Cast(float -> float16): skip it
-                as_float[value] = source
-                return source
+        source = view.inputs(producer)[0] if producer is not None and view.node(producer).op_type == "Cast" else ""
+        if source and view.elem_type(source) == _F32:  # Cast(float -> float16): skip it
+            as_float[value] = source
+            return source
         name = view.fresh_value_name(f"{value}_float32")
         array = view.constant(value) if view.is_initializer(value) else None
-        if array is not None:
+        if source and view.elem_type(source) in _NUMERIC and _feeds_only(view, value, region):
+            _add_cast(view, source, name, _F32)  # Cast(x -> float16 -> float) read as Cast(x -> float)
+            view.widened[name] = _F16
+        elif array is not None:
             view.add_initializer(numpy_helper.from_array(np.asarray(array, np.float32), name))
             view.widened[name] = _F16
         else:
@@ -181,9 +206,23 @@ def _rewrite(view: GraphView, region: set[NodeId]) -> None:
                     renamed[value] = name = cast_output
                 else:
                     _add_cast(view, name, cast_output, _F32)
-        if view.consumer_count(value) or view.is_graph_output(value):
+        readers = view.consumers(value)
+        if readers and not view.is_graph_output(value) and all(_is_cast(view, r, slot) for r, slot in readers):
+            for reader, in_slot in readers:  # Cast(float -> float16 -> T) read as Cast(float -> T)
+                assert isinstance(in_slot, int)
+                view.set_input(reader, in_slot, name)
+        elif readers or view.is_graph_output(value):
             _add_cast(view, name, value, _F16)
     view.remove_dead(list(as_float))  # skipped Casts and float16 constants nothing reads now
+
+
+def _feeds_only(view: GraphView, value: str, region: set[NodeId]) -> bool:
+    """``value`` is read by nodes of ``region`` only (and is not a graph output)."""
+    return not view.is_graph_output(value) and all(reader in region for reader, _ in view.consumers(value))
+
+
+def _is_cast(view: GraphView, node_id: NodeId, slot: object) -> bool:
+    return isinstance(slot, int) and view.node(node_id).op_type == "Cast"
 
 
 def _cast_target(proto: NodeProto) -> int | None:
