@@ -195,3 +195,59 @@ def test_quantized_contrib_ops_keep_their_shapes_for_the_rules_after_them():
         "QLinearConv", ["x", "s", "z", "w", "s", "z", "s", "z"], ["y"], domain=ms, channels_last=1, strides=[2, 2]
     )
     assert stand_in_shape(conv, known) == [1, 2, 2, 4]
+
+
+def test_quantized_rotary_halves_stay_on_integers_and_concat_requantizes_once():
+    """A QDQ rotary step as onnxruntime.quantization leaves it: a Split of a dequantized value
+    into halves each quantized again, one half negated in float, the halves concatenated and
+    quantized, squared (one Dequantize read twice), a constant folded through its Quantize,
+    a Where between two dequantized values: every node but the Neg runs on the integers."""
+    s, z = 0.05, 128
+    nodes = [
+        helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["x"]),
+        helper.make_node("Split", ["x", "halves"], ["a", "b"], axis=1),
+        helper.make_node("QuantizeLinear", ["a", "s", "z"], ["aq"]),
+        helper.make_node("QuantizeLinear", ["b", "s", "z"], ["bq"]),
+        helper.make_node("DequantizeLinear", ["aq", "s", "z"], ["ad"]),
+        helper.make_node("DequantizeLinear", ["bq", "s", "z"], ["bd"]),
+        helper.make_node("Neg", ["bd"], ["nb"]),
+        helper.make_node("QuantizeLinear", ["nb", "s", "z"], ["nq"]),
+        helper.make_node("DequantizeLinear", ["nq", "s", "z"], ["nd"]),
+        helper.make_node("Concat", ["nd", "ad"], ["r"], axis=1),
+        helper.make_node("QuantizeLinear", ["r", "s2", "z"], ["rq"]),
+        helper.make_node("DequantizeLinear", ["rq", "s2", "z"], ["rd"]),
+        helper.make_node("Mul", ["rd", "rd"], ["sq"]),
+        helper.make_node("QuantizeLinear", ["sq", "s3", "z"], ["sqq"]),
+        helper.make_node("DequantizeLinear", ["sqq", "s3", "z"], ["sqd"]),
+        helper.make_node("QuantizeLinear", ["half", "s3", "z"], ["hq"]),  # a constant, folded
+        helper.make_node("DequantizeLinear", ["hq", "s3", "z"], ["hd"]),
+        helper.make_node("Where", ["keep", "sqd", "hd"], ["w"]),
+        helper.make_node("QuantizeLinear", ["w", "s3", "z"], ["wq"]),
+        helper.make_node("DequantizeLinear", ["wq", "s3", "z"], ["y"]),
+    ]
+    inits = [
+        scalar("s", s),
+        scalar("z", z, np.uint8),
+        scalar("s2", 0.1),
+        scalar("s3", 0.2),
+        init("halves", np.array([4, 4], np.int64)),
+        init("half", np.full((1, 8), 0.5, np.float32)),
+    ]
+    inputs = [tensor("xq", U8, [2, 8]), tensor("keep", TensorProto.BOOL, [2, 8])]
+    before = model(nodes, inputs, [tensor("y", F, [2, 8])], inits)
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert ops(after) == {
+        "Split": 1,
+        "DequantizeLinear": 2,  # the Neg's input and the output
+        "Neg": 1,
+        "QuantizeLinear": 1,
+        "QLinearConcat": 1,
+        "QLinearMul": 1,
+        "QLinearWhere": 1,
+    }
+    rewriter.check_model(after, full_check=True)
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        feeds = {"xq": rng.integers(0, 255, (2, 8)).astype(np.uint8), "keep": rng.random((2, 8)) < 0.5}
+        (want,), (got,) = run(before, feeds), run(after, feeds)
+        assert np.abs(want - got).max() <= 0.2 * ONE_STEP  # one step of the output's scale at most

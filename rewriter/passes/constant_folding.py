@@ -11,8 +11,9 @@
   (TorchScript traces keep a shape test as an ``If`` on a folded condition: ViTDet's
   position-embedding resize), unless that branch holds graphs of its own.
 
-Not folded: nondeterministic ops, control flow, QuantizeLinear/DequantizeLinear (QDQ
-patterns must stay visible to later fusions), nodes producing graph outputs, and outputs
+Not folded: nondeterministic ops, control flow, DequantizeLinear (QDQ patterns must stay
+visible to later fusions; a QuantizeLinear of a constant is folded into the integers its
+DequantizeLinear reads, as onnxruntime folds it), nodes producing graph outputs, and outputs
 that would blow the model up (larger than 16 MiB and more than twice their inputs), and
 nodes reading more than 64 MiB of constants (evaluating them would copy the weights).
 
@@ -52,7 +53,6 @@ NOT_FOLDED = frozenset(
         "If",
         "Loop",
         "Scan",
-        "QuantizeLinear",
         "DequantizeLinear",
         "DynamicQuantizeLinear",
         "Constant",
