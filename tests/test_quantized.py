@@ -251,3 +251,120 @@ def test_quantized_rotary_halves_stay_on_integers_and_concat_requantizes_once():
         feeds = {"xq": rng.integers(0, 255, (2, 8)).astype(np.uint8), "keep": rng.random((2, 8)) < 0.5}
         (want,), (got,) = run(before, feeds), run(after, feeds)
         assert np.abs(want - got).max() <= 0.2 * ONE_STEP  # one step of the output's scale at most
+
+
+def test_quantize_and_dequantize_move_past_element_moves_and_double_pairs_cancel():
+    """Shapes quantized LLMs leave (seed_oss, lfm2, glm4_moe): a GQA repeat_kv (a dequantized
+    key unsqueezed, expanded, reshaped, then quantized), a Quantize/Dequantize pair met by a
+    second one of the same parameters, and an MoE router's bias-free Gemm read as float.
+    The Quantize moves up past the Reshape, the Dequantize down past the Unsqueeze, the
+    pairs cancel and the Gemm becomes a QGemm: no Dequantize then Quantize is left."""
+    s, z = 0.05, 128
+    nodes = [
+        helper.make_node("DequantizeLinear", ["kq", "s", "z"], ["k"]),
+        helper.make_node("Unsqueeze", ["k", "ax"], ["ku"]),
+        helper.make_node("Expand", ["ku", "grow"], ["ke"]),
+        helper.make_node("Reshape", ["ke", "flat"], ["kr"]),
+        helper.make_node("QuantizeLinear", ["kr", "s", "z"], ["rq"]),
+        helper.make_node("DequantizeLinear", ["rq", "s", "z"], ["rd"]),
+        helper.make_node("QuantizeLinear", ["rd", "s", "z"], ["rq2"]),  # the second pair
+        helper.make_node("DequantizeLinear", ["rq2", "s", "z"], ["r"]),
+        helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"]),
+        helper.make_node("Gemm", ["r", "w"], ["logits"], transB=1),
+    ]
+    inits = [
+        scalar("s", s),
+        scalar("z", z, np.uint8),
+        scalar("ws", 0.02),
+        scalar("wz", 0, np.int8),
+        init("ax", np.array([1], np.int64)),
+        init("grow", np.array([2, 2, 3, 4], np.int64)),
+        init("flat", np.array([12, 4], np.int64)),
+        init("wq", np.random.default_rng(0).integers(-127, 128, (5, 4)).astype(np.int8)),
+    ]
+    before = model(nodes, [tensor("kq", U8, [2, 3, 4])], [tensor("logits", F, [12, 5])], inits)
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert ops(after) == {"Unsqueeze": 1, "Expand": 1, "Reshape": 1, "QGemm": 1}
+    rewriter.check_model(after, full_check=True)
+    for seed in range(3):
+        feeds = {"kq": np.random.default_rng(seed).integers(0, 255, (2, 3, 4)).astype(np.uint8)}
+        (want,), (got,) = run(before, feeds), run(after, feeds)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_int8_weights_that_would_saturate_the_uint8_kernel_are_shifted_to_uint8():
+    """onnxruntime's uint8-by-int8 kernels on x86 without VNNI sum two products in 16 bits,
+    which saturates for activations near 255 and weights past +-64 (the float graph does
+    not): such constant weights are given as uint8 shifted by 128 (the same real values),
+    narrow ones (|w| <= 64, as quantize_static's reduce_range makes them) stay int8."""
+    for limit, kept in ((127, False), (64, True)):
+        weights = np.random.default_rng(1).integers(-limit, limit + 1, (16, 8)).astype(np.int8)
+        weights[0, 0], weights[1, 0] = limit, limit  # two products of one sign in a pair
+        nodes = [
+            helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["x"]),
+            helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"]),
+            helper.make_node("MatMul", ["x", "w"], ["m"]),
+            helper.make_node("QuantizeLinear", ["m", "sy", "z"], ["y"]),
+        ]
+        inits = [
+            scalar("s", 0.05),
+            scalar("z", 0, np.uint8),
+            scalar("ws", 0.01),
+            scalar("wz", 0, np.int8),
+            scalar("sy", 2.0),
+            init("wq", weights),
+        ]
+        before = model(nodes, [tensor("xq", U8, [4, 16])], [tensor("y", U8, [4, 8])], inits)
+        after = rewriter.optimize(before, level="extended", providers="CPU").model
+        assert ops(after) == {"QLinearMatMul": 1}
+        weight_type = {i.name: i.data_type for i in after.graph.initializer}[after.graph.node[0].input[3]]
+        assert weight_type == (I8 if kept else U8)
+        feeds = {"xq": np.full((4, 16), 255, np.uint8)}  # the worst case for the 16-bit sums
+        (want,), (got,) = run(before, feeds), run(after, feeds)
+        assert np.abs(want.astype(int) - got.astype(int)).max() <= 1
+
+
+def test_a_bias_two_convolutions_share_and_a_where_of_constants_stay_on_integers():
+    """An exporter shares one bias initializer between equal convolutions (both biases
+    zero), so one Dequantize feeds both: each still becomes a QLinearConv (the engine keeps
+    a matched node computing from constants for its other readers).  A Where choosing a
+    mask's fill constant or a dequantized value, and one choosing between two constants,
+    run on the integers."""
+    s, z = 0.05, 128
+    w = np.random.default_rng(2).integers(-60, 60, (4, 4, 3)).astype(np.int8)
+    nodes = [
+        helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["x"]),
+        helper.make_node("DequantizeLinear", ["wq", "ws"], ["w"]),
+        helper.make_node("DequantizeLinear", ["bq", "bs"], ["b"]),
+        helper.make_node("Conv", ["x", "w", "b"], ["c1"], pads=[1, 1]),
+        helper.make_node("QuantizeLinear", ["c1", "s", "z"], ["c1q"]),
+        helper.make_node("DequantizeLinear", ["c1q", "s", "z"], ["c1d"]),
+        helper.make_node("Conv", ["c1d", "w", "b"], ["c2"], pads=[1, 1]),
+        helper.make_node("QuantizeLinear", ["c2", "s", "z"], ["c2q"]),
+        helper.make_node("DequantizeLinear", ["c2q", "s", "z"], ["c2d"]),
+        helper.make_node("Where", ["keep", "c2d", "fill"], ["m"]),
+        helper.make_node("QuantizeLinear", ["m", "s", "z"], ["mq"]),
+        helper.make_node("Where", ["keep", "fill", "zero"], ["k"]),
+        helper.make_node("QuantizeLinear", ["k", "s", "z"], ["kq"]),
+        helper.make_node("Add", ["mq", "kq"], ["y"]),
+    ]
+    inits = [
+        scalar("s", s),
+        scalar("z", z, np.uint8),
+        scalar("ws", 0.02),
+        scalar("bs", s * 0.02),
+        init("wq", w),
+        init("bq", np.zeros(4, np.int32)),
+        scalar("fill", -3.0),
+        scalar("zero", 0.0),
+    ]
+    inputs = [tensor("xq", U8, [1, 4, 6]), tensor("keep", TensorProto.BOOL, [1, 4, 6])]
+    before = model(nodes, inputs, [tensor("y", U8, [1, 4, 6])], inits)
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert ops(after) == {"QLinearConv": 2, "QLinearWhere": 1, "Where": 1, "Add": 1}
+    rewriter.check_model(after, full_check=True)
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        feeds = {"xq": rng.integers(0, 256, (1, 4, 6)).astype(np.uint8), "keep": rng.random((1, 4, 6)) < 0.5}
+        (want,), (got,) = run(before, feeds), run(after, feeds)
+        assert np.abs(want.astype(int) - got.astype(int)).max() <= 2  # one step per convolution

@@ -4,7 +4,8 @@ Everything that can fail (evaluating computed tensors and attributes, the safety
 before the graph is touched, so a refused match leaves no trace.  The guarantees enforced
 here, never by rule authors:
 
-* a value that is a graph output, or read by a node outside the match, is never deleted;
+* a value that is a graph output, or read by a node outside the match, is never deleted
+  (a matched node computing from constants only stays for such readers, as a `keep` would);
 * every attribute of a deleted node is accounted for: mentioned by the pattern, copied by
   the replacement, or at its default (accounting.py);
 * every new node obeys its op schema's types and onnx's inference, and a value the
@@ -419,7 +420,29 @@ class Rewriter:
                 continue
             kept.add(node_id)
             stack.extend(view.producer(i) for i in view.inputs(node_id) if i)
+        kept |= self._shared_constant_steps(match, matched - kept)
         return matched - kept
+
+    def _shared_constant_steps(self, match: Match, candidates: set[NodeId]) -> set[NodeId]:
+        """Matched nodes that compute from constants only (a Dequantize of weights, a Cast
+        of a constant) and that a node outside the match reads too: they stay for it, as if
+        the pattern said `keep` (onnxruntime's EnsureUniqueDQForNodeUnit gives each fusion
+        its own copy instead).  Keeping one never changes what the graph computes and costs
+        nothing per token; refusing the match would leave the whole pattern unfused because
+        an exporter shared one bias between two convolutions.  A node whose output the rule
+        replaces is never kept."""
+        view = self.view
+        matched = set(match.nodes.values())
+        replaced = {value for name in match.rule.replaced if (value := _replaced_value(match, name))}
+        shared: set[NodeId] = set()
+        for node_id in candidates:
+            inputs = [i for i in view.inputs(node_id) if i]
+            outputs = [o for o in view.outputs(node_id) if o]
+            if not inputs or not all(view.is_constant(i) for i in inputs) or any(o in replaced for o in outputs):
+                continue
+            if any(view.is_graph_output(o) or any(c not in matched for c, _ in view.consumers(o)) for o in outputs):
+                shared.add(node_id)
+        return shared
 
     def _check(self, match: Match, build: _Build, deleted: set[NodeId]) -> None:
         view = self.view

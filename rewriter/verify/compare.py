@@ -17,8 +17,9 @@ def random_feeds(
     shapes: dict[str, list[int]] | None = None,
     specials: dict[str, tuple[float, str]] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Random inputs for every graph input: normal floats, bools, and small non-negative
-    ints (0/1 for inputs named like masks or type ids, which index 2-row tables), or ints
+    """Random inputs for every graph input: normal floats, bools, 8- and 16-bit ints over
+    their whole range (quantized data), other ints small and non-negative
+    (0/1 for inputs named like masks or type ids, which index 2-row tables), or ints
     in ``ranges[name]`` = [low, high) where the caller knows better (Gather indices read
     from the end when negative).  Symbolic dims are ``dynamic_dim`` unless ``shapes``
     gives an input's dims.  ``specials[name]`` = (value, where): that float input holds
@@ -43,6 +44,9 @@ def random_feeds(
         elif vi.name in ranges:
             low, high = ranges[vi.name]
             feeds[vi.name] = rng.integers(low, high, shape).astype(dtype)
+        elif dtype.itemsize <= 2:  # 8- and 16-bit ints hold quantized data: their whole range
+            info = np.iinfo(dtype)
+            feeds[vi.name] = rng.integers(int(info.min), int(info.max) + 1, shape).astype(dtype)
         else:
             high = 2 if any(k in vi.name for k in ("mask", "type")) else 4
             feeds[vi.name] = rng.integers(0, high, shape).astype(dtype)

@@ -412,7 +412,7 @@ class _Builder:
     def _random(self, dtype: int, shape: list[int], divisor: bool = False) -> np.ndarray:
         """Random contents: normal floats at a drawn scale (for double also large ones,
         where a computation done in float32 shows), bools, small ints (never 0 for a
-        divisor, negative ones too)."""
+        divisor, negative ones too), or for 8- and 16-bit ints also their whole range."""
         np_dtype = helper.tensor_dtype_to_np_dtype(dtype)
         if np.issubdtype(np_dtype, np.floating):
             scales = [1.0, 0.5, 3.0] + ([1e4] if np_dtype == np.float64 else [])
@@ -427,6 +427,11 @@ class _Builder:
                 if np.issubdtype(np_dtype, np.signedinteger)
                 else values.astype(np_dtype)
             )
+        if np_dtype.itemsize <= 2 and pick(self.draw, ["full", "small"], label="integer range") == "full":
+            # 8- and 16-bit integers are quantized data, not indices: their whole range
+            # (kernels that sum products in 16 bits saturate only near its ends)
+            info = np.iinfo(np_dtype)
+            return self.rng.integers(int(info.min), int(info.max) + 1, shape).astype(np_dtype)
         return self.rng.integers(0, 4, shape).astype(np_dtype)
 
     def _special_choice(self, dtype: int) -> tuple[float, str]:
