@@ -123,6 +123,11 @@ def _replaced_value(match: Match, name: str) -> str:
     return value if type(value) is str else ""
 
 
+def _replaced_values(match: Match) -> set[str]:
+    """The graph values the replacement redefines (absent optional outputs left out)."""
+    return {value for name in match.rule.replaced if (value := _replaced_value(match, name))}
+
+
 @dataclass
 class _Build:
     nodes: list[NodeProto] = field(default_factory=list)
@@ -433,7 +438,7 @@ class Rewriter:
         replaces is never kept."""
         view = self.view
         matched = set(match.nodes.values())
-        replaced = {value for name in match.rule.replaced if (value := _replaced_value(match, name))}
+        replaced = _replaced_values(match)
         shared: set[NodeId] = set()
         for node_id in candidates:
             inputs = [i for i in view.inputs(node_id) if i]
@@ -450,7 +455,7 @@ class Rewriter:
         if dropped:
             raise Refused(dropped[0], kind="attribute", node=dropped[1])
         # (an absent optional output is no value of the graph)
-        replaced = {value for name in match.rule.replaced if (value := _replaced_value(match, name))}
+        replaced = _replaced_values(match)
         referenced = build.reads()
         dying: dict[NodeId, bool] = {}
         for node_id in deleted:
