@@ -368,3 +368,23 @@ def test_a_bias_two_convolutions_share_and_a_where_of_constants_stay_on_integers
         feeds = {"xq": rng.integers(0, 256, (1, 4, 6)).astype(np.uint8), "keep": rng.random((1, 4, 6)) < 0.5}
         (want,), (got,) = run(before, feeds), run(after, feeds)
         assert np.abs(want.astype(int) - got.astype(int)).max() <= 2  # one step per convolution
+
+
+def test_four_bit_values_are_not_moved_where_onnxruntime_has_no_kernel_for_them():
+    """A per-tensor int4 Dequantize before a Reshape stays before it: onnxruntime's CPU has no
+    Reshape of int4 values, so moving the Dequantize after it (as for 8-bit ones) would give
+    a model that does not load."""
+    weights = helper.make_tensor("w", TensorProto.INT4, [4, 6], np.random.default_rng(0).integers(-8, 8, 24).tolist())
+    nodes = [
+        helper.make_node("DequantizeLinear", ["w", "s", "z"], ["d"]),
+        helper.make_node("Reshape", ["d", "shape"], ["r"]),
+        helper.make_node("Add", ["r", "x"], ["y"]),
+    ]
+    zero = helper.make_tensor("z", TensorProto.INT4, [], [1])
+    inits = [weights, scalar("s", 0.5), zero, init("shape", np.array([6, 4]))]
+    before = model(nodes, [tensor("x", F, [6, 4])], [tensor("y", F, [6, 4])], inits, opset=21)
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert [n.op_type for n in after.graph.node] == ["DequantizeLinear", "Reshape", "Add"]
+    feeds = {"x": np.random.default_rng(1).standard_normal((6, 4)).astype(np.float32)}
+    (want,), (got,) = run(before, feeds), run(after, feeds)
+    np.testing.assert_array_equal(got, want)
