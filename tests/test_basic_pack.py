@@ -1003,6 +1003,41 @@ def test_a_slice_from_a_size_to_the_end_has_the_length_left():
     assert shape_of(types["y"]) == ["batch", 1]  # (past + 1) - past
 
 
+def test_a_slice_of_computed_bounds_keeps_the_dims_of_the_axes_it_does_not_cut():
+    """TorchScript slices a causal-mask buffer [1, 1, 128, 128] by the key and query lengths
+    (``bias[:, :, k - q:k, :k]``): onnx's inference loses every dim; the two axes no Slice
+    cuts keep theirs, and broadcasting against the padding mask names the rest."""
+    from rewriter.graph.type_reading import shape_of
+    from rewriter.graph.types import infer_model_types
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "one"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "zero"], ["end"]),
+        helper.make_node("Sub", ["n", "n"], ["d"]),
+        helper.make_node("Unsqueeze", ["d", "zero"], ["start"]),
+        helper.make_node("Slice", ["buffer", "start", "end", "two"], ["rows"]),
+        helper.make_node("Slice", ["rows", "zeros", "end", "three"], ["causal"]),
+        helper.make_node("Add", ["causal", "mask"], ["y"]),
+    ]
+    m = model(
+        nodes,
+        [tensor("x", F, ["batch", "seq"]), tensor("mask", F, ["batch", 1, "seq", "seq"])],
+        [tensor("y", F, None)],
+        [
+            init("one", np.array(1, np.int64)),
+            init("zero", np.array([0], np.int64)),
+            init("zeros", np.array([0], np.int64)),
+            init("two", np.array([2], np.int64)),
+            init("three", np.array([3], np.int64)),
+            init("buffer", np.zeros((1, 1, 128, 128), np.float32)),
+        ],
+    )
+    types = infer_model_types(m)
+    assert shape_of(types["causal"])[:2] == [1, 1]
+    assert shape_of(types["y"]) == ["batch", 1, "seq", "seq"]
+
+
 def test_a_tile_by_one_keeps_the_named_dim():
     from rewriter.graph.type_reading import shape_of
     from rewriter.graph.types import infer_model_types

@@ -1359,3 +1359,84 @@ def test_attention_with_a_gate_on_each_heads_output_is_multi_head_attention():
     after = rewriter.optimize(before, level="extended").model
     assert ops(after)["MultiHeadAttention"] == 1 and "Softmax" not in ops(after)
     assert_same_outputs(before, after)
+
+
+LOWEST = float(np.finfo(np.float32).min)
+
+
+def masked_scores_graph(form: str) -> onnx.ModelProto:
+    """projected_attention_graph with the mask applied as three decoders export it:
+    clamp (XGLM: Max(scores + mask, lowest)), kept (GPT-Neo: Where(causal, scores, lowest)
+    plus the padding mask), divided (CodeGen: (scores + mask) / c)."""
+    base = projected_attention_graph()
+    nodes, extra = [], []
+    for node in base.graph.node:
+        if node.op_type == "Add" and list(node.input) == ["s", "mask"]:
+            if form == "clamp":
+                nodes += [
+                    helper.make_node("Where", ["keep", "zero", "low"], ["m"]),
+                    helper.make_node("Add", ["s", "m"], ["t"]),
+                    helper.make_node("Max", ["t", "low"], ["a"]),
+                ]
+            elif form == "kept":
+                nodes += [
+                    helper.make_node("Where", ["causal", "s", "low"], ["w"]),
+                    helper.make_node("Add", ["w", "mask"], ["a"]),
+                ]
+            else:
+                nodes += [
+                    helper.make_node("Where", ["keep", "zero", "low"], ["m"]),
+                    helper.make_node("Add", ["s", "m"], ["t"]),
+                    helper.make_node("Div", ["t", "two"], ["a"]),
+                ]
+            continue
+        nodes.append(node)
+    causal = np.tril(np.ones((3, 3), bool))[None, None]
+    extra = [init("zero", np.float32(0.0)), init("low", np.float32(LOWEST)), init("two", np.float32(2.0))]
+    extra.append(init("causal", causal))
+    inputs = [tensor("x", F, [2, 3, 8])]
+    inputs.append(tensor("mask", F, [2, 1, 3, 3]) if form == "kept" else tensor("keep", TensorProto.BOOL, [2, 1, 3, 3]))
+    inits = list(base.graph.initializer) + extra
+    return model(nodes, inputs, [tensor("y", F, [2, 3, 8])], inits, domains=["com.microsoft"])
+
+
+@pytest.mark.parametrize(
+    "form, rule",
+    [
+        ("clamp", "SoftmaxLowestClampElimination"),
+        ("kept", "SoftmaxFilledFusedScoresFusion"),
+        ("divided", "SoftmaxDividedMaskFusion"),
+    ],
+)
+def test_scores_masked_as_decoders_export_them_become_one_bias_and_fuse(form, rule):
+    """The clamp, the causal fill and the scale after the mask are moved off the scores, so
+    the attention fuses; the numbers stay, fully masked rows included."""
+    from helpers import run
+
+    before = masked_scores_graph(form)
+    check(before, rule, True)
+    after = rewriter_extended(before)
+    assert ops(after)["Attention"] + ops(after)["MultiHeadAttention"] == 1 and ops(after)["Softmax"] == 0
+    rng = np.random.default_rng(5)
+    feeds = {"x": rng.standard_normal((2, 3, 8)).astype(np.float32)}
+    if form == "kept":
+        feeds["mask"] = np.where(rng.random((2, 1, 3, 3)) < 0.3, LOWEST, 0.0).astype(np.float32)
+        feeds["mask"][1, 0, 2, :] = LOWEST  # a query that sees no key
+    else:
+        feeds["keep"] = rng.random((2, 1, 3, 3)) < 0.7
+        feeds["keep"][1, 0, 2, :] = False
+    (want,), (got,) = run(before, feeds), run(after, feeds)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_a_mask_holding_minus_infinity_keeps_its_clamp():
+    """Max(scores + mask, lowest) turns a fully masked row of -inf uniform where the Softmax
+    alone would make it NaN: the clamp stays."""
+    before = masked_scores_graph("clamp")
+    for tensor_ in before.graph.initializer:
+        if tensor_.name == "low":
+            tensor_.CopyFrom(init("low", np.float32(-np.inf)))
+    before.graph.initializer.append(init("lowest", np.float32(LOWEST)))
+    max_node = next(n for n in before.graph.node if n.op_type == "Max")
+    max_node.input[1] = "lowest"
+    check(before, "SoftmaxLowestClampElimination", False)

@@ -193,25 +193,42 @@ def _range_length(facts: ShapeFacts, node: NodeProto) -> int | str | None:
 
 
 def _sliced_dims(facts: ShapeFacts, node: NodeProto, source: list | None, current: list | None) -> list | None:
-    """A Slice's output dims where one axis is cut from a start that is a size (a number,
-    or a dim read from a shape, as the dynamo exporter slices a cache's new positions:
-    ``x[:, past:]`` of ``past + 1``) to the end: that axis keeps ``dim - start`` elements
-    when the difference is a number (or the start is 0), which proves the start lies within
-    the dim; the other axes keep the input's dims.  Steps 1; None when anything is unsure."""
+    """A Slice's output dims.  The axes it does not cut keep the input's dims whatever its
+    starts and ends (onnx's inference loses them all when those are computed, as TorchScript
+    slices a causal-mask buffer: ``bias[:, :, k - q:k, :k]``).  One axis cut from a start
+    that is a size (a number, or a dim read from a shape, as the dynamo exporter slices a
+    cache's new positions: ``x[:, past:]`` of ``past + 1``) to the end keeps ``dim - start``
+    elements when the difference is a number (or the start is 0), which proves the start
+    lies within the dim.  Steps 1 for that; None when nothing improves."""
     inputs = list(node.input) + [""] * (5 - len(node.input))
     if source is None or current is None or len(source) != len(current) or not all(inputs[1:3]):
         return None
     axes = facts.constant(inputs[3]) if inputs[3] else np.arange(len(source))
+    if axes is None:
+        return None
+    axes = np.atleast_1d(axes)
+    if not all(-len(source) <= int(a) < len(source) for a in axes):
+        return None
+    cut = {int(a) % len(source) for a in axes}
+    dims = [d if _is_known(d) or i in cut else source[i] for i, d in enumerate(current)]
+    length = _cut_length(facts, inputs, source, axes)
+    if length is not None:
+        dims[int(axes[0]) % len(source)] = length
+    return dims if sum(map(_is_known, dims)) > sum(map(_is_known, current)) else None
+
+
+def _cut_length(facts: ShapeFacts, inputs: list[str], source: list, axes: np.ndarray) -> int | str | None:
+    """The length of the one axis a Slice cuts from a size to the end (see _sliced_dims)."""
     steps = facts.constant(inputs[4]) if inputs[4] else None
     ends = facts.constant(inputs[2])
-    if axes is None or ends is None or (inputs[4] and (steps is None or np.any(steps != 1))):
+    if ends is None or (inputs[4] and (steps is None or np.any(steps != 1))):
         return None
-    axes, ends = np.atleast_1d(axes), np.atleast_1d(ends)
+    ends = np.atleast_1d(ends)
     try:
         starts = shape_values(facts, inputs[1])
     except EvalFailure:
         return None
-    if len(axes) != 1 or len(starts) != 1 or len(ends) != 1 or not -len(source) <= int(axes[0]) < len(source):
+    if len(axes) != 1 or len(starts) != 1 or len(ends) != 1:
         return None
     axis, start = int(axes[0]) % len(source), starts[0]
     dim = source[axis]
@@ -225,8 +242,7 @@ def _sliced_dims(facts: ShapeFacts, node: NodeProto, source: list | None, curren
         return None
     if start != 0 and not (isinstance(length, int) and length >= 0):
         return None
-    dims = [length if i == axis else (d if _is_known(d) else source[i]) for i, d in enumerate(current)]
-    return dims if sum(map(_is_known, dims)) > sum(map(_is_known, current)) else None
+    return length
 
 
 def _nonnegative(d: int | str) -> bool:
@@ -239,7 +255,8 @@ def _nonnegative(d: int | str) -> bool:
 def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto | None:
     """An elementwise op's output dim that inference left unnamed, when the inputs agree on
     one known size there (the others unknown or 1): in a model that runs, an unknown dim
-    broadcast against a known size is 1 or that size, so the result is that size."""
+    broadcast against a known size is 1 or that size, so the result is that size; 1 when
+    every input has a known 1 there (or lacks the axis)."""
 
     out = node.output[0]
     current = shape_of(types.get(out))
@@ -253,13 +270,16 @@ def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto |
     for axis in range(len(current)):
         if _is_known(current[axis]):
             continue
-        candidates = set()
+        candidates, ones = set(), True
         for sh in shapes:
             k = axis - (len(current) - len(sh))
             if 0 <= k < len(sh) and _is_known(sh[k]) and sh[k] != 1:
                 candidates.add(sh[k])
+            ones = ones and not (0 <= k < len(sh) and sh[k] != 1)
         if len(candidates) == 1:
             dims[axis] = candidates.pop()
+        elif ones:
+            dims[axis] = 1
     if sum(map(_is_known, dims)) <= sum(map(_is_known, current)):
         return None
     return helper.make_tensor_type_proto(types[out].tensor_type.elem_type, [_kept(d) for d in dims])
