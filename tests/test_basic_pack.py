@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from helpers import assert_same_outputs, check_rule, init, model, ops, optimize_basic, tensor
+from helpers import assert_same_outputs, check_rule, init, model, ops, optimize_basic, run, tensor
 from onnx import TensorProto, helper
 
 F = TensorProto.FLOAT
@@ -1121,3 +1121,30 @@ def test_keys_scattered_into_a_buffer_of_a_computed_shape_are_a_concat_too():
     after = optimize_basic(before).model
     assert ops(after) == {"Concat": 1, "Transpose": 1}
     assert_same_outputs(before, after)
+
+
+def test_a_dim_read_through_a_transpose_and_a_copying_reshape_is_read_from_their_input():
+    """MPT reads the keys' length through their head split and transpose: Gather(Shape(...))
+    goes through both to the projection's own shape, which leaves the transposed keys to the
+    attention alone."""
+    nodes = [
+        helper.make_node("Reshape", ["x", "heads"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3]),
+        helper.make_node("Shape", ["t"], ["s"]),
+        helper.make_node("Gather", ["s", "two"], ["n"], axis=0),
+        helper.make_node("Relu", ["t"], ["y"]),
+    ]
+    before = model(
+        nodes,
+        [tensor("x", F, ["batch", "seq", 32])],
+        [tensor("y", F, ["batch", 4, "seq", 8]), tensor("n", TensorProto.INT64, [])],
+        [init("heads", np.array([0, 0, 4, 8], np.int64)), init("two", np.array(2, np.int64))],
+    )
+    after = optimize_basic(before).model
+    readers = [n.op_type for n in after.graph.node if "t" in n.input]
+    assert readers == ["Relu"]
+    shape = next(n for n in after.graph.node if n.op_type == "Shape")
+    assert list(shape.input) == ["x"]
+    x = np.random.default_rng(0).standard_normal((2, 5, 32)).astype(np.float32)
+    for a, b in zip(run(before, {"x": x}), run(after, {"x": x})):
+        np.testing.assert_array_equal(a, b)
