@@ -430,3 +430,42 @@ def test_softmax_stays_float_on_int8_values_where_a_requantization_would_multipl
         (want,), (got,) = run(before, feeds), run(after, feeds)
         if not fused:
             np.testing.assert_array_equal(got, want)
+
+
+def test_products_of_int8_activations_stay_float_as_onnxruntime_leaves_them_on_x86():
+    """onnxruntime's int8-activation QLinearMatMul and QLinearConv are slower than the float
+    product between the Dequantize and Quantize on x86: only uint8 activations fuse."""
+    for dtype, np_type, fused in ((I8, np.int8, False), (U8, np.uint8, True)):
+        low = int(np.iinfo(np_type).min)
+        nodes = [
+            helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["x"]),
+            helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"]),
+            helper.make_node("MatMul", ["x", "w"], ["m"]),
+            helper.make_node("QuantizeLinear", ["m", "ys", "yz"], ["mq"]),
+            helper.make_node("DequantizeLinear", ["mq", "ys", "yz"], ["md"]),
+            helper.make_node("Reshape", ["md", "image"], ["r"]),
+            helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["rq"]),
+            helper.make_node("DequantizeLinear", ["rq", "ys", "yz"], ["rd"]),
+            helper.make_node("DequantizeLinear", ["kq", "ws", "wz"], ["k"]),
+            helper.make_node("Conv", ["rd", "k"], ["c"], pads=[1, 1]),
+            helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["y"]),
+        ]
+        inits = [
+            scalar("xs", 0.05),
+            scalar("xz", low + 3, np_type),
+            init("wq", RNG.integers(-40, 40, (8, 8)).astype(np.int8)),
+            init("kq", RNG.integers(-40, 40, (4, 4, 3)).astype(np.int8)),
+            scalar("ws", 0.02),
+            scalar("wz", 0, np.int8),
+            scalar("ys", 0.1),
+            scalar("yz", low + 128, np_type),
+            init("image", np.array([2, 4, 12], np.int64)),
+        ]
+        before = model(nodes, [tensor("xq", dtype, [2, 6, 8])], [tensor("y", dtype, [2, 4, 12])], inits)
+        after = rewriter.optimize(before, level="extended", providers="CPU").model
+        assert ("QLinearMatMul" in ops(after)) == fused and ("QLinearConv" in ops(after)) == fused
+        rewriter.check_model(after, full_check=True)
+        info = np.iinfo(np_type)
+        feeds = {"xq": RNG.integers(info.min, info.max + 1, (2, 6, 8)).astype(np_type)}
+        (want,), (got,) = run(before, feeds), run(after, feeds)
+        assert np.abs(want.astype(int) - got.astype(int)).max() <= 2
