@@ -1013,6 +1013,73 @@ def test_a_query_split_into_heads_from_three_dims_reaches_the_fused_attention_as
     assert mha.input[0] == "q3"
 
 
+def alibi_attention(batched_product: bool, cached: bool = False):
+    """BLOOM's attention: q, k and v picked from one projection's [B, S, N, 3, H] by Gather,
+    heads batched [B*N, S, H], the ALiBi bias [B*N, 1, T] added to the batched scores, viewed
+    [B, N, S, T], masked; the product with v batched too (TorchScript) or over the 4-D
+    weights (dynamo); with a cache, k and v are the past concatenated with the new heads."""
+    b, s, heads, d, past, n = 2, 3, 2, 4, 2 if cached else 0, helper.make_node
+    t = s + past
+    nodes = [n("Reshape", ["qkv", "split"], ["h"])]
+    nodes += [n("Gather", ["h", f"i{j}"], [f"{x}h"], axis=3) for j, x in enumerate("qkv")]
+    nodes += [n("Transpose", [f"{x}h"], [f"{x}t"], perm=[0, 2, 1, 3]) for x in "qkv"]
+    if cached:
+        nodes += [n("Concat", ["past_k", "kt"], ["k4"], axis=2), n("Concat", ["past_v", "vt"], ["v4"], axis=2)]
+    else:
+        nodes += [n("Identity", ["kt"], ["k4"]), n("Identity", ["vt"], ["v4"])]
+    nodes += [
+        n("Reshape", ["qt", "batched_q"], ["q3"]),
+        n("Reshape", ["k4", "batched_k"], ["k3"]),
+        n("FusedMatMul", ["q3", "k3"], ["sc"], domain="com.microsoft", alpha=0.5, transB=1),
+        n("Add", ["sc", "alibi"], ["sb"]),
+        n("Reshape", ["sb", "scores4"], ["s4"]),
+        n("Add", ["s4", "mask"], ["sm"]),
+        n("Softmax", ["sm"], ["p"], axis=-1),
+    ]
+    if batched_product:
+        nodes += [
+            n("Reshape", ["p", "batched_p"], ["p3"]),
+            n("Reshape", ["v4", "batched_k"], ["v3"]),
+            n("MatMul", ["p3", "v3"], ["o3"]),
+            n("Reshape", ["o3", "heads4"], ["o"]),
+        ]
+    else:
+        nodes.append(n("MatMul", ["p", "v4"], ["o"]))
+    nodes += [n("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]), n("Reshape", ["ot", "merge"], ["y"])]
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    inits = [init("split", i64(b, s, heads, 3, d))] + [init(f"i{j}", np.array(j, np.int64)) for j in range(3)]
+    inits += [
+        init("batched_q", i64(b * heads, s, d)),
+        init("batched_k", i64(b * heads, t, d)),
+        init("scores4", i64(b, heads, s, t)),
+        init("batched_p", i64(b * heads, s, t)),
+        init("heads4", i64(b, heads, s, d)),
+        init("merge", i64(b, s, heads * d)),
+    ]
+    inputs = [tensor("qkv", F, [b, s, heads * 3 * d]), tensor("alibi", F, [b * heads, 1, t]), tensor("mask", F, [b, 1, s, t])]
+    if cached:
+        inputs += [tensor("past_k", F, [b, heads, past, d]), tensor("past_v", F, [b, heads, past, d])]
+    return model(nodes, inputs, [tensor("y", F, [b, s, heads * d])], inits, domains=["com.microsoft"])
+
+
+@pytest.mark.parametrize("batched_product, cached, rule", [
+    (True, False, "MultiHeadAttentionBatchedBiasFusion"),
+    (False, False, "MultiHeadAttentionBatchedBiasHeadsProductFusion"),
+    (False, True, "MultiHeadAttentionBatchedBiasHeadsProductFusion"),
+])
+def test_alibi_added_to_batched_heads_is_the_fused_attentions_bias(batched_product, cached, rule):
+    after = check(alibi_attention(batched_product, cached), rule, True, atol=1e-5)
+    assert ops(after)["MultiHeadAttention"] == 1 and "Softmax" not in ops(after)
+
+
+def test_one_alibi_row_for_every_head_is_not_viewed_per_head():
+    """A bias [1, 1, T] broadcast over B*N batched heads would not view as [B, N, 1, T]."""
+    before = alibi_attention(True)
+    (alibi,) = [i for i in before.graph.input if i.name == "alibi"]
+    alibi.type.tensor_type.shape.dim[0].dim_value = 1
+    check(before, "MultiHeadAttentionBatchedBiasFusion", False)
+
+
 def t5_attention(position_rows: int = 4):
     """T5's attention: no scaling, a relative position bias (1, N, S, T) and a mask
     (B, 1, 1, T) added to the scores one after the other."""
