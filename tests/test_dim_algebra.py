@@ -36,7 +36,15 @@ from rewriter.graph.types import merged_type
         ("a + -1*b + 3", "a + -1*b + 3"),
         ("batch", "batch"),
         ("seq-len", "seq-len"),  # a '-' inside a name is part of it
-        ("Max(1, s0)", "Max(1, s0)"),  # what the grammar cannot read stays one opaque name
+        ("Max(1, s0)", "Max(1, s0)"),  # s0 may be 0: neither is provably larger, one opaque name
+        ("1 - Max(0, -past - 1)", 1),  # a cache's causal slice: sizes are never negative
+        ("Max(0, s)", "s"),
+        ("Min(s, s + 2)", "s"),
+        ("Max(2*s, (s)) + 1", "2*s + 1"),
+        ("Max(s//2, 0)", "(s//2)"),
+        ("128 - Max(0, 127 - past)", "128 - Max(0, 127 - past)"),  # past may be more: opaque
+        ("Max(1, 2, 3)", "Max(1, 2, 3)"),
+        ("Max(0,", "Max(0,"),
         ("s0/2", "s0/2"),
         ("unk__3", "unk__3"),
     ],

@@ -12,7 +12,8 @@ So every dim is read as a polynomial with integer coefficients over *atoms* (nam
 floor divisions that do not divide exactly, ``(samples//10)``) and written back in one
 canonical form: terms sorted, each an optional coefficient then its atoms sorted and
 joined by ``*``, the number last, joined by `` + `` (``a + -1*b + 3``, ``4*batch``,
-``batch*seq``).  A name this grammar cannot read (``Max(1, s0)``, a name with odd
+``batch*seq``).  ``Max(a, b)`` and ``Min(a, b)`` are the argument provably larger
+(smaller) for all sizes; a name this grammar cannot read (``Max(1, s0)``, a name with odd
 characters) stays one opaque atom, exactly as written.  Unknown dims (onnx's fresh
 ``unk__N``, ``dims()``'s ``?`` tokens) take part in no arithmetic: ``EvalFailure``.
 """
@@ -167,7 +168,7 @@ class _TooLarge(EvalFailure):
     """A product past MAX_TERMS: unknown in arithmetic, an opaque name when read."""
 
 
-_TOKEN = re.compile(r"\s*(//|\d+(?![\w.])|[()+*]|-|[^\s()+*/]+)")
+_TOKEN = re.compile(r"\s*(//|\d+(?![\w.])|[()+*,]|-|[^\s()+*/,]+)")
 
 
 class _Parser:
@@ -238,6 +239,26 @@ class _Parser:
             raise _NotAnExpression
         return quotient
 
+    def extremum(self, largest: bool) -> Poly:
+        """``Max(a, b)`` / ``Min(a, b)`` as sympy prints the dynamo exporter's sizes (a KV
+        cache's causal slice: ``1 - Max(0, -past - 1)``): the argument that is provably the
+        larger (smaller) for every size, else not an expression (the whole dim stays one
+        opaque atom).  Every atom is a size, never negative, so a - b >= 0 holds when no
+        coefficient of a - b is negative."""
+        self.take()  # (
+        a = self.expression()
+        if self.take() != ",":
+            raise _NotAnExpression
+        b = self.expression()
+        if self.take() != ")":
+            raise _NotAnExpression
+        difference = add(a, b, -1)
+        if all(k >= 0 for k in difference.values()):  # a >= b
+            return a if largest else b
+        if all(k <= 0 for k in difference.values()):  # a <= b
+            return b if largest else a
+        raise _NotAnExpression
+
     def unary(self) -> Poly:
         if self.peek() == "-":
             self.take()
@@ -253,6 +274,8 @@ class _Parser:
             return poly
         if token in (")", "+", "*", "//"):
             raise _NotAnExpression
+        if token in ("Max", "Min") and self.peek() == "(":
+            return self.extremum(token == "Max")
         if token.isdigit():
             value = int(token)
             return {(): value} if value else {}
