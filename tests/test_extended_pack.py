@@ -1080,6 +1080,54 @@ def test_one_alibi_row_for_every_head_is_not_viewed_per_head():
     check(before, "MultiHeadAttentionBatchedBiasFusion", False)
 
 
+def test_batched_heads_after_a_cache_fuse_and_take_the_past():
+    """XGLM's cached attention: q [B, S, D] split into batched heads, the cache and the new
+    heads concatenated [B, N, T, H] then batched, the scores viewed [B, N, S, T] to be
+    masked and back for the Softmax, the product batched -> MultiHeadAttention, which
+    then takes the cache as its past inputs."""
+    b, s, heads, d, past, n = 2, 1, 2, 4, 3, helper.make_node
+    t = s + past
+    nodes = [n("Reshape", ["q", "split"], ["qh"]), n("Transpose", ["qh"], ["qt"], perm=[0, 2, 1, 3])]
+    for x in "kv":
+        nodes += [
+            n("Reshape", [x, "split"], [f"{x}h"]),
+            n("Transpose", [f"{x}h"], [f"{x}t"], perm=[0, 2, 1, 3]),
+            n("Concat", [f"past_{x}", f"{x}t"], [f"present_{x}"], axis=2),
+            n("Reshape", [f"present_{x}", "batched_k"], [f"{x}3"]),
+        ]
+    nodes += [
+        n("Reshape", ["qt", "batched_q"], ["q3"]),
+        n("FusedMatMul", ["q3", "k3"], ["sc"], domain="com.microsoft", alpha=0.5, transB=1),
+        n("Reshape", ["sc", "scores4"], ["s4"]),
+        n("Add", ["s4", "mask"], ["sm"]),
+        n("Reshape", ["sm", "batched_p"], ["sm3"]),
+        n("Softmax", ["sm3"], ["p"], axis=-1),
+        n("MatMul", ["p", "v3"], ["o3"]),
+        n("Reshape", ["o3", "heads4"], ["o"]),
+        n("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["ot", "merge"], ["y"]),
+    ]
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    inits = [
+        init("split", i64(0, 0, heads, d)),
+        init("batched_q", i64(b * heads, s, d)),
+        init("batched_k", i64(b * heads, t, d)),
+        init("scores4", i64(b, heads, s, t)),
+        init("batched_p", i64(b * heads, s, t)),
+        init("heads4", i64(b, heads, s, d)),
+        init("merge", i64(b, s, heads * d)),
+    ]
+    inputs = [tensor(x, F, [b, s, heads * d]) for x in "qkv"]
+    inputs += [tensor(f"past_{x}", F, [b, heads, past, d]) for x in "kv"] + [tensor("mask", F, [b, 1, s, t])]
+    outputs = [tensor("y", F, [b, s, heads * d])] + [tensor(f"present_{x}", F, [b, heads, t, d]) for x in "kv"]
+    before = model(nodes, inputs, outputs, inits, domains=["com.microsoft"])
+    check(before, "MultiHeadAttentionBatchedHeadsCachedFusion", True, atol=1e-5)
+    after = rewriter.optimize(before, level="extended").model
+    assert ops(after) == {"MultiHeadAttention": 1}
+    (mha,) = after.graph.node
+    assert list(mha.input) == ["q", "k", "v", "", "", "mask", "past_k", "past_v"]
+
+
 def t5_attention(position_rows: int = 4):
     """T5's attention: no scaling, a relative position bias (1, N, S, T) and a mask
     (B, 1, 1, T) added to the scores one after the other."""
