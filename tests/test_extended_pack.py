@@ -1013,6 +1013,10 @@ def test_a_query_split_into_heads_from_three_dims_reaches_the_fused_attention_as
     assert mha.input[0] == "q3"
 
 
+def int64s(*values: int) -> np.ndarray:
+    return np.array(values, np.int64)
+
+
 def alibi_attention(batched_product: bool, cached: bool = False):
     """BLOOM's attention: q, k and v picked from one projection's [B, S, N, 3, H] by Gather,
     heads batched [B*N, S, H], the ALiBi bias [B*N, 1, T] added to the batched scores, viewed
@@ -1046,27 +1050,33 @@ def alibi_attention(batched_product: bool, cached: bool = False):
     else:
         nodes.append(n("MatMul", ["p", "v4"], ["o"]))
     nodes += [n("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]), n("Reshape", ["ot", "merge"], ["y"])]
-    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
-    inits = [init("split", i64(b, s, heads, 3, d))] + [init(f"i{j}", np.array(j, np.int64)) for j in range(3)]
+    inits = [init("split", int64s(b, s, heads, 3, d))] + [init(f"i{j}", np.array(j, np.int64)) for j in range(3)]
     inits += [
-        init("batched_q", i64(b * heads, s, d)),
-        init("batched_k", i64(b * heads, t, d)),
-        init("scores4", i64(b, heads, s, t)),
-        init("batched_p", i64(b * heads, s, t)),
-        init("heads4", i64(b, heads, s, d)),
-        init("merge", i64(b, s, heads * d)),
+        init("batched_q", int64s(b * heads, s, d)),
+        init("batched_k", int64s(b * heads, t, d)),
+        init("scores4", int64s(b, heads, s, t)),
+        init("batched_p", int64s(b * heads, s, t)),
+        init("heads4", int64s(b, heads, s, d)),
+        init("merge", int64s(b, s, heads * d)),
     ]
-    inputs = [tensor("qkv", F, [b, s, heads * 3 * d]), tensor("alibi", F, [b * heads, 1, t]), tensor("mask", F, [b, 1, s, t])]
+    inputs = [
+        tensor("qkv", F, [b, s, heads * 3 * d]),
+        tensor("alibi", F, [b * heads, 1, t]),
+        tensor("mask", F, [b, 1, s, t]),
+    ]
     if cached:
         inputs += [tensor("past_k", F, [b, heads, past, d]), tensor("past_v", F, [b, heads, past, d])]
     return model(nodes, inputs, [tensor("y", F, [b, s, heads * d])], inits, domains=["com.microsoft"])
 
 
-@pytest.mark.parametrize("batched_product, cached, rule", [
-    (True, False, "MultiHeadAttentionBatchedBiasFusion"),
-    (False, False, "MultiHeadAttentionBatchedBiasHeadsProductFusion"),
-    (False, True, "MultiHeadAttentionBatchedBiasHeadsProductFusion"),
-])
+@pytest.mark.parametrize(
+    "batched_product, cached, rule",
+    [
+        (True, False, "MultiHeadAttentionBatchedBiasFusion"),
+        (False, False, "MultiHeadAttentionBatchedBiasHeadsProductFusion"),
+        (False, True, "MultiHeadAttentionBatchedBiasHeadsProductFusion"),
+    ],
+)
 def test_alibi_added_to_batched_heads_is_the_fused_attentions_bias(batched_product, cached, rule):
     after = check(alibi_attention(batched_product, cached), rule, True, atol=1e-5)
     assert ops(after)["MultiHeadAttention"] == 1 and "Softmax" not in ops(after)
@@ -1107,15 +1117,14 @@ def test_batched_heads_after_a_cache_fuse_and_take_the_past():
         n("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
         n("Reshape", ["ot", "merge"], ["y"]),
     ]
-    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
     inits = [
-        init("split", i64(0, 0, heads, d)),
-        init("batched_q", i64(b * heads, s, d)),
-        init("batched_k", i64(b * heads, t, d)),
-        init("scores4", i64(b, heads, s, t)),
-        init("batched_p", i64(b * heads, s, t)),
-        init("heads4", i64(b, heads, s, d)),
-        init("merge", i64(b, s, heads * d)),
+        init("split", int64s(0, 0, heads, d)),
+        init("batched_q", int64s(b * heads, s, d)),
+        init("batched_k", int64s(b * heads, t, d)),
+        init("scores4", int64s(b, heads, s, t)),
+        init("batched_p", int64s(b * heads, s, t)),
+        init("heads4", int64s(b, heads, s, d)),
+        init("merge", int64s(b, s, heads * d)),
     ]
     inputs = [tensor(x, F, [b, s, heads * d]) for x in "qkv"]
     inputs += [tensor(f"past_{x}", F, [b, heads, past, d]) for x in "kv"] + [tensor("mask", F, [b, 1, s, t])]
