@@ -245,6 +245,18 @@ def test_cast_elimination_to_the_same_type():
     check(unary(tail(helper.make_node("Cast", ["x"], ["t"], to=F))), "CastElimination", True)
 
 
+def test_a_constant_cast_like_a_tensor_folds():
+    """The dynamo exporter without its optimizer scales BLOOM's scores by CastLike(c, scores):
+    as a Cast of a constant it folds, and the scale reaches the product's fusions."""
+    nodes = [
+        helper.make_node("CastLike", ["c", "x"], ["k"]),
+        helper.make_node("Mul", ["x", "k"], ["y"]),
+    ]
+    m = model(nodes, [tensor("x", F, [2, 3])], [tensor("y", F, [2, 3])], [init("c", np.array(0.5, np.float64))])
+    check(m, "CastLikeToCast", True)
+    assert ops(optimize_basic(m).model) == {"Mul": 1}
+
+
 def test_cast_kept_when_it_converts():
     m = model(
         tail(helper.make_node("Cast", ["x"], ["t"], to=TensorProto.INT64)),
