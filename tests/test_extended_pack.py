@@ -1017,7 +1017,7 @@ def int64s(*values: int) -> np.ndarray:
     return np.array(values, np.int64)
 
 
-def alibi_attention(batched_product: bool, cached: bool = False):
+def alibi_attention(batched_product: bool, cached: bool = False, projected: bool = False):
     """BLOOM's attention: q, k and v picked from one projection's [B, S, N, 3, H] by Gather,
     heads batched [B*N, S, H], the ALiBi bias [B*N, 1, T] added to the batched scores, viewed
     [B, N, S, T], masked; the product with v batched too (TorchScript) or over the 4-D
@@ -1025,6 +1025,8 @@ def alibi_attention(batched_product: bool, cached: bool = False):
     b, s, heads, d, past, n = 2, 3, 2, 4, 2 if cached else 0, helper.make_node
     t = s + past
     nodes = [n("Reshape", ["qkv", "split"], ["h"])]
+    if projected:  # q, k and v from one projection of x, interleaved by head
+        nodes[:0] = [n("MatMul", ["x", "w"], ["xw"]), n("Add", ["xw", "bias"], ["qkv"])]
     nodes += [n("Gather", ["h", f"i{j}"], [f"{x}h"], axis=3) for j, x in enumerate("qkv")]
     nodes += [n("Transpose", [f"{x}h"], [f"{x}t"], perm=[0, 2, 1, 3]) for x in "qkv"]
     if cached:
@@ -1066,6 +1068,9 @@ def alibi_attention(batched_product: bool, cached: bool = False):
     ]
     if cached:
         inputs += [tensor("past_k", F, [b, heads, past, d]), tensor("past_v", F, [b, heads, past, d])]
+    if projected:
+        inputs[0] = tensor("x", F, [b, s, 8])
+        inits += [init("w", rand(8, heads * 3 * d)), init("bias", rand(heads * 3 * d))]
     return model(nodes, inputs, [tensor("y", F, [b, s, heads * d])], inits, domains=["com.microsoft"])
 
 
@@ -1080,6 +1085,16 @@ def alibi_attention(batched_product: bool, cached: bool = False):
 def test_alibi_added_to_batched_heads_is_the_fused_attentions_bias(batched_product, cached, rule):
     after = check(alibi_attention(batched_product, cached), rule, True, atol=1e-5)
     assert ops(after)["MultiHeadAttention"] == 1 and "Softmax" not in ops(after)
+
+
+def test_a_projection_interleaved_by_head_packs_into_attention():
+    """BLOOM's q, k and v from one projection viewed [B, S, N, 3, H]: once the attention
+    fuses, its weight's columns are reordered head-wise into Attention's [q | k | v]."""
+    before = alibi_attention(True, projected=True)
+    result = rewriter.optimize(before, level="extended")
+    assert result.report.applied("AttentionInterleavedPackedFusion") == 1
+    assert ops(result.model)["Attention"] == 1 and "Gather" not in ops(result.model)
+    assert_same_outputs(before, result.model, atol=1e-5)
 
 
 def test_one_alibi_row_for_every_head_is_not_viewed_per_head():
