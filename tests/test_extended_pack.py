@@ -1097,6 +1097,17 @@ def test_a_projection_interleaved_by_head_packs_into_attention():
     assert_same_outputs(before, result.model, atol=1e-5)
 
 
+def test_picked_heads_after_a_cache_become_the_kernels_past():
+    """BLOOM with a cache: the new heads picked as [B, S, N, H] and concatenated to the past
+    -> MultiHeadAttention of the new heads merged, the caches its past inputs."""
+    before = alibi_attention(False, cached=True)
+    result = rewriter.optimize(before, level="extended")
+    assert result.report.applied("MultiHeadAttentionPastHeadsFusion") == 1
+    (mha,) = [node for node in result.model.graph.node if node.op_type == "MultiHeadAttention"]
+    assert list(mha.input[6:]) == ["past_k", "past_v"]
+    assert_same_outputs(before, result.model, atol=1e-5)
+
+
 def test_one_alibi_row_for_every_head_is_not_viewed_per_head():
     """A bias [1, 1, T] broadcast over B*N batched heads would not view as [B, N, 1, T]."""
     before = alibi_attention(True)
