@@ -243,8 +243,8 @@ class _Parser:
         """``Max(a, b)`` / ``Min(a, b)`` as sympy prints the dynamo exporter's sizes (a KV
         cache's causal slice: ``1 - Max(0, -past - 1)``): the argument that is provably the
         larger (smaller) for every size, else not an expression (the whole dim stays one
-        opaque atom).  Every atom is a size, never negative, so a - b >= 0 holds when no
-        coefficient of a - b is negative."""
+        opaque atom).  A name is a size, never negative, so a - b >= 0 holds when a - b is
+        over names only and none of its coefficients is negative."""
         self.take()  # (
         a = self.expression()
         if self.take() != ",":
@@ -253,6 +253,8 @@ class _Parser:
         if self.take() != ")":
             raise _NotAnExpression
         difference = add(a, b, -1)
+        if not all(_PLAIN.fullmatch(atom) for monomial in difference for atom in monomial):
+            raise _NotAnExpression  # a floor atom ((n - s)//2) may be negative
         if all(k >= 0 for k in difference.values()):  # a >= b
             return a if largest else b
         if all(k <= 0 for k in difference.values()):  # a <= b
