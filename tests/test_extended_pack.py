@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from helpers import assert_same_outputs, check_rule, init, model, ops, tensor
+from helpers import assert_same_outputs, check_rule, init, model, ops, run, tensor
 from onnx import TensorProto, helper
 
 import rewriter
@@ -881,6 +881,16 @@ def test_half_split_rotary_of_computed_angles_on_heads_last_q():
     """Gemma 4 with dynamic axes: Cos/Sin of Concat(f, f) unsqueezed at axis 2."""
     after = check(computed_rotary(True, 1), "RotaryEmbeddingHalfSplitComputedHeadsLast", True)
     assert "RotaryEmbedding" in ops(after) and "Neg" not in ops(after)
+
+
+def test_heads_last_rotary_runs_on_an_empty_batch():
+    """The heads are merged for the kernel by a view that names its width: [0, 0, -1] of an
+    empty batch is ambiguous, and onnxruntime refuses it where the original ran."""
+    before = computed_rotary(True, 1)
+    after = check(before, "RotaryEmbeddingHalfSplitComputedHeadsLast", True)
+    for batch, seq in ((0, 3), (2, 0)):
+        feeds = {"q": np.zeros((batch, seq, 2, 8), np.float32), "f": np.zeros((1, seq, 4), np.float32)}
+        assert [y.shape for y in run(after, feeds)] == [y.shape for y in run(before, feeds)]
 
 
 @pytest.mark.parametrize(
