@@ -1027,6 +1027,20 @@ def int64s(*values: int) -> np.ndarray:
     return np.array(values, np.int64)
 
 
+def batched_head_views(b: int, heads: int, s: int, t: int, d: int) -> list:
+    """The view targets of attention over batched heads [B*N, ., .]: q's and k's (and v's)
+    heads batched, the scores viewed [B, N, S, T] and back, the output viewed [B, N, S, H]
+    and merged to [B, S, N*H]."""
+    return [
+        init("batched_q", int64s(b * heads, s, d)),
+        init("batched_k", int64s(b * heads, t, d)),
+        init("scores4", int64s(b, heads, s, t)),
+        init("batched_p", int64s(b * heads, s, t)),
+        init("heads4", int64s(b, heads, s, d)),
+        init("merge", int64s(b, s, heads * d)),
+    ]
+
+
 def alibi_attention(batched_product: bool, cached: bool = False, projected: bool = False):
     """BLOOM's attention: q, k and v picked from one projection's [B, S, N, 3, H] by Gather,
     heads batched [B*N, S, H], the ALiBi bias [B*N, 1, T] added to the batched scores, viewed
@@ -1063,14 +1077,7 @@ def alibi_attention(batched_product: bool, cached: bool = False, projected: bool
         nodes.append(n("MatMul", ["p", "v4"], ["o"]))
     nodes += [n("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]), n("Reshape", ["ot", "merge"], ["y"])]
     inits = [init("split", int64s(b, s, heads, 3, d))] + [init(f"i{j}", np.array(j, np.int64)) for j in range(3)]
-    inits += [
-        init("batched_q", int64s(b * heads, s, d)),
-        init("batched_k", int64s(b * heads, t, d)),
-        init("scores4", int64s(b, heads, s, t)),
-        init("batched_p", int64s(b * heads, s, t)),
-        init("heads4", int64s(b, heads, s, d)),
-        init("merge", int64s(b, s, heads * d)),
-    ]
+    inits += batched_head_views(b, heads, s, t, d)
     inputs = [
         tensor("qkv", F, [b, s, heads * 3 * d]),
         tensor("alibi", F, [b * heads, 1, t]),
@@ -1153,15 +1160,7 @@ def test_batched_heads_after_a_cache_fuse_and_take_the_past():
         n("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
         n("Reshape", ["ot", "merge"], ["y"]),
     ]
-    inits = [
-        init("split", int64s(0, 0, heads, d)),
-        init("batched_q", int64s(b * heads, s, d)),
-        init("batched_k", int64s(b * heads, t, d)),
-        init("scores4", int64s(b, heads, s, t)),
-        init("batched_p", int64s(b * heads, s, t)),
-        init("heads4", int64s(b, heads, s, d)),
-        init("merge", int64s(b, s, heads * d)),
-    ]
+    inits = [init("split", int64s(0, 0, heads, d)), *batched_head_views(b, heads, s, t, d)]
     inputs = [tensor(x, F, [b, s, heads * d]) for x in "qkv"]
     inputs += [tensor(f"past_{x}", F, [b, heads, past, d]) for x in "kv"] + [tensor("mask", F, [b, 1, s, t])]
     outputs = [tensor("y", F, [b, s, heads * d])] + [tensor(f"present_{x}", F, [b, heads, t, d]) for x in "kv"]
