@@ -36,13 +36,18 @@ from rewriter.graph.types import merged_type
         ("a + -1*b + 3", "a + -1*b + 3"),
         ("batch", "batch"),
         ("seq-len", "seq-len"),  # a '-' inside a name is part of it
-        ("Max(1, s0)", "Max(1, s0)"),  # s0 may be 0: neither is provably larger, one opaque name
+        ("Max(1, s0)", "Max(0, s0 + -1) + 1"),  # s0 may be 0: neither is provably larger
         ("1 - Max(0, -past - 1)", 1),  # a cache's causal slice: sizes are never negative
         ("Max(0, s)", "s"),
         ("Min(s, s + 2)", "s"),
         ("Max(2*s, (s)) + 1", "2*s + 1"),
-        ("Max(s//2, 0)", "Max(s//2, 0)"),  # a floor atom is not known to be a size: opaque
-        ("128 - Max(0, 127 - past)", "128 - Max(0, 127 - past)"),  # past may be more: opaque
+        ("Max(s//2, 0)", "Max(0, (s//2))"),  # a floor atom is not known to be a size
+        # past may be more: one Max(0, d) atom, every spelling of Min(128, past + 1) alike
+        ("128 - Max(0, 127 - past)", "-1*Max(0, past + -127) + past + 1"),
+        ("Min(128, past + 1)", "-1*Max(0, past + -127) + past + 1"),
+        ("Min(seq, 128)", "-1*Max(0, seq + -128) + seq"),
+        ("128 - Max(0, 128 - seq)", "-1*Max(0, seq + -128) + seq"),
+        ("4*batch*Min(64, seq)", "-4*Max(0, seq + -64)*batch + 4*batch*seq"),
         ("Max(1, 2, 3)", "Max(1, 2, 3)"),
         ("Max(0,", "Max(0,"),
         ("s0/2", "s0/2"),
@@ -211,3 +216,66 @@ def test_a_hostile_dim_name_costs_little():
     assert canonical_dim(wide) == wide
     with pytest.raises(EvalFailure):
         dim_product([f"a{i} + b{i}" for i in range(12)])
+
+
+def test_a_broadcast_bounds_a_clamped_dim_only_where_it_must():
+    from rewriter.expr.dim_algebra import broadcast_result, vanishing_atom, without_atoms
+
+    clamped = canonical_dim("Min(128, seq)")  # a causal buffer of 128 sliced to the sequence
+    assert vanishing_atom("seq", clamped) == vanishing_atom(clamped, "seq") == "Max(0, seq + -128)"
+    assert vanishing_atom("past + 1", canonical_dim("128 - Max(0, 127 - past)")) == "Max(0, past + -127)"
+    # Min(1, seq) broadcasts against any seq (it is 1): nothing bounded, the result is seq
+    assert vanishing_atom("seq", canonical_dim("Min(1, seq)")) is None
+    assert broadcast_result(canonical_dim("1 - Max(0, 1 - seq)"), "seq") == "seq"
+    assert vanishing_atom("seq", canonical_dim("Max(128, seq)")) is None  # 128 against 1 broadcasts
+    assert vanishing_atom("other", clamped) is None and broadcast_result("other", clamped) is None
+    assert broadcast_result(1, "seq") == "seq" and broadcast_result("seq", "seq") == "seq"
+    assert without_atoms(canonical_dim("4*batch*Min(128, seq)"), {"Max(0, seq + -128)"}) == "4*batch*seq"
+
+
+def positions_model(bounded: bool, dead: bool = False):
+    """dynamo's form of a table of 128 positions sliced to the sequence: its length is
+    Min(128, seq), and the view after it is to [batch, Min(128, seq), 16].  ``bounded``:
+    the slice is added to x (a broadcast of seq against Min(128, seq), which runs only
+    where seq <= 128); else it is an output of its own and nothing bounds seq.  ``dead``:
+    that sum is computed but nothing reads it (onnxruntime does not run it)."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "i0"], ["b"], axis=0),
+        helper.make_node("Gather", ["s", "i1"], ["n"], axis=0),
+        helper.make_node("Min", ["cap", "n"], ["m"]),
+        helper.make_node("Unsqueeze", ["m", "zero"], ["m1"]),
+        helper.make_node("Slice", ["P", "zero", "m1", "zero"], ["p"]),
+        helper.make_node("Add", ["x", "p"] if bounded else ["x", "x"], ["a"]),
+        helper.make_node("Unsqueeze", ["b", "zero"], ["b1"]),
+        helper.make_node("Concat", ["b1", "m1", "width"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x" if dead else "a", "target"], ["v"]),
+        helper.make_node("Relu", ["v"], ["y"]),
+    ]
+    inits = [
+        init("P", np.random.default_rng(0).standard_normal((128, 16)).astype(np.float32)),
+        init("cap", np.array(128, np.int64)),
+        init("zero", np.array([0], np.int64)),
+        init("i0", np.array(0, np.int64)),
+        init("i1", np.array(1, np.int64)),
+        init("width", np.array([16], np.int64)),
+    ]
+    outputs = [tensor("y", TensorProto.FLOAT, None)] + ([] if bounded else [tensor("p", TensorProto.FLOAT, None)])
+    declared = [tensor("p", TensorProto.FLOAT, ["Min(128, seq)", 16])]  # as the exporter does
+    return model(nodes, [tensor("x", TensorProto.FLOAT, ["batch", "seq", 16])], outputs, inits, value_info=declared)
+
+
+def test_a_length_the_model_bounds_by_a_broadcast_is_the_sequence():
+    before = positions_model(bounded=True)
+    after = rewriter.optimize(before, level="basic").model
+    assert "Concat" not in ops(after)  # the view's target [batch, Min(128, seq), 16] is x's shape
+    for shape in ([2, 5, 16], [1, 128, 16], [0, 3, 16], [2, 0, 16]):
+        feeds = {"x": np.random.default_rng(1).standard_normal(shape).astype(np.float32)}
+        np.testing.assert_allclose(run(before, feeds)[0], run(after, feeds)[0], atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["unbounded", "dead"])
+def test_a_clamped_length_nothing_bounds_stays_computed(kind):
+    m = positions_model(bounded=kind == "dead", dead=kind == "dead")
+    after = rewriter.optimize(m, level="basic").model
+    assert "Concat" in ops(after)  # seq may be 200: the view is then to [batch, 128, 16]

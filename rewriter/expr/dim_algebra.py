@@ -13,8 +13,10 @@ floor divisions that do not divide exactly, ``(samples//10)``) and written back 
 canonical form: terms sorted, each an optional coefficient then its atoms sorted and
 joined by ``*``, the number last, joined by `` + `` (``a + -1*b + 3``, ``4*batch``,
 ``batch*seq``).  ``Max(a, b)`` and ``Min(a, b)`` are the argument provably larger
-(smaller) for all sizes; a name this grammar cannot read (``Max(1, s0)``, a name with odd
-characters) stays one opaque atom, exactly as written.  Unknown dims (onnx's fresh
+(smaller) for all sizes, else a polynomial with one atom ``Max(0, d)`` (``Min(128, seq)``
+is ``seq + -1*Max(0, seq + -128)``), an atom a model's broadcasts may prove 0; a name this
+grammar cannot read (``Max(1, 2, 3)``, a name with odd characters) stays one opaque atom,
+exactly as written.  Unknown dims (onnx's fresh
 ``unk__N``, ``dims()``'s ``?`` tokens) take part in no arithmetic: ``EvalFailure``.
 """
 
@@ -160,6 +162,98 @@ def floor_divide(a: Poly, k: int) -> Poly:
     return add(out, {(f"({text}//{k})",): 1})
 
 
+CLAMP = "Max(0, "  # the one atom an extremum that is not provable is written with
+
+
+def extremum(a: Poly, b: Poly, largest: bool) -> Poly:
+    """Max(a, b) (largest) or Min(a, b).  The argument that is provably the larger (smaller)
+    for every size, when there is one: a name is a size, never negative, so a - b >= 0
+    holds when a - b is over names only and none of its coefficients is negative (a floor
+    atom such as ``(n - s)//2`` may be negative).  Otherwise one atom ``Max(0, d)`` carries
+    what is not known: ``Max(a, b) = a + Max(0, b - a)`` and ``Min(a, b) = a + b - Max(a,
+    b)``, with d's first term positive (``Max(0, d) = d + Max(0, -d)``), so every spelling
+    of one size reads alike: ``Min(128, seq)`` and ``128 - Max(0, 128 - seq)`` are both
+    ``seq + -1*Max(0, seq + -128)``, and a model whose runs bound seq (``vanishing_atom``)
+    drops the atom."""
+    difference = add(a, b, -1)
+    if all(_PLAIN.fullmatch(atom) for monomial in difference for atom in monomial):
+        if all(k >= 0 for k in difference.values()):  # a >= b
+            return a if largest else b
+        if all(k <= 0 for k in difference.values()):  # a <= b
+            return b if largest else a
+    d = add(b, a, -1)  # Max(a, b) = a + Max(0, d)
+    base = a
+    leading = next((k for monomial, k in sorted(d.items()) if monomial), 0)
+    if leading < 0:  # Max(0, d) = d + Max(0, -d)
+        base, d = b, difference
+    inner = dim_of(d)
+    highest = add(base, {(f"{CLAMP}{inner})",): 1})
+    return highest if largest else add(add(a, b), highest, -1)
+
+
+def _clamped(a: int | str, b: int | str) -> tuple[str, Poly, int] | None:
+    """(the atom, the larger dim, c) when one of a and b is ``Min(c, other)`` for a number
+    c: a - b is ``Max(0, d)`` (or minus it) and the larger less d is c."""
+    try:
+        pa, pb = poly_of(a), poly_of(b)
+    except EvalFailure:
+        return None
+    difference = add(pa, pb, -1)
+    if len(difference) != 1:
+        return None
+    ((monomial, k),) = difference.items()
+    if len(monomial) != 1 or k not in (1, -1) or not monomial[0].startswith(CLAMP):
+        return None
+    larger = pa if k == 1 else pb
+    try:
+        d = poly_of(monomial[0][len(CLAMP) : -1])
+    except EvalFailure:
+        return None
+    rest = add(larger, d, -1)
+    if set(rest) - {()}:
+        return None
+    return monomial[0], larger, rest.get((), 0)
+
+
+def vanishing_atom(a: int | str, b: int | str) -> str | None:
+    """The atom ``Max(0, d)`` that is 0 wherever a broadcast of dims a and b runs, if
+    there is one.  That is so when one is ``Min(c, other)`` for a number c >= 2 (a causal
+    buffer of c positions sliced to a sequence's length): a - b is that atom (or minus it)
+    and the larger less d is c; were d > 0, the larger would be > c >= 2 and the smaller
+    c, two sizes neither 1 nor equal, which do not broadcast.  So where the model runs,
+    ``Min(128, seq)`` is seq."""
+    found = _clamped(a, b)
+    return found[0] if found is not None and found[2] >= 2 else None
+
+
+def broadcast_result(a: int | str, b: int | str) -> int | str | None:
+    """The dim a broadcast of dims a and b gives wherever it runs, when that is provable:
+    the one they share, the other of a 1, and the larger of ``Min(c, x)`` and x for a
+    number c >= 1 (``Min(1, seq)`` is 1, or 0 where seq is: either way the result is
+    seq; c >= 2: see ``vanishing_atom``).  None otherwise (onnx's inference then names
+    one of the two, which need not be the result)."""
+    if a == b or b == 1:
+        return a
+    if a == 1:
+        return b
+    found = _clamped(a, b)
+    if found is None or found[2] < 1:
+        return None
+    return dim_of(found[1])
+
+
+def without_atoms(d: int | str, zero: frozenset[str] | set[str]) -> int | str:
+    """d with the atoms in ``zero`` (known to be 0) taken as 0; d itself when it has none."""
+    if not zero or isinstance(d, int) or _PLAIN.fullmatch(d):
+        return d
+    try:
+        poly = poly_of(d)
+    except EvalFailure:
+        return d
+    kept = {m: k for m, k in poly.items() if not zero.intersection(m)}
+    return d if len(kept) == len(poly) else dim_of(kept)
+
+
 class _NotAnExpression(Exception):
     pass
 
@@ -241,10 +335,7 @@ class _Parser:
 
     def extremum(self, largest: bool) -> Poly:
         """``Max(a, b)`` / ``Min(a, b)`` as sympy prints the dynamo exporter's sizes (a KV
-        cache's causal slice: ``1 - Max(0, -past - 1)``): the argument that is provably the
-        larger (smaller) for every size, else not an expression (the whole dim stays one
-        opaque atom).  A name is a size, never negative, so a - b >= 0 holds when a - b is
-        over names only and none of its coefficients is negative."""
+        cache's causal slice: ``1 - Max(0, -past - 1)``): see ``extremum``."""
         self.take()  # (
         a = self.expression()
         if self.take() != ",":
@@ -252,14 +343,7 @@ class _Parser:
         b = self.expression()
         if self.take() != ")":
             raise _NotAnExpression
-        difference = add(a, b, -1)
-        if not all(_PLAIN.fullmatch(atom) for monomial in difference for atom in monomial):
-            raise _NotAnExpression  # a floor atom ((n - s)//2) may be negative
-        if all(k >= 0 for k in difference.values()):  # a >= b
-            return a if largest else b
-        if all(k <= 0 for k in difference.values()):  # a <= b
-            return b if largest else a
-        raise _NotAnExpression
+        return extremum(a, b, largest)
 
     def unary(self) -> Poly:
         if self.peek() == "-":

@@ -13,7 +13,9 @@ the same dim of the same tensor.
 Dims also combine, as the dynamo exporter computes a slice's length from symbolic sizes
 (``max(0, (past + 1) - min(past, past + 1))``), heads folded into the batch (``4*batch``)
 or an audio front end's frames (``samples // 10 - 1``): Add, Sub, Mul, Neg, Div of a size
-by a positive number, and Min/Max of dims whose difference is a number.  A combination is
+by a positive number, and Min/Max (the provably larger or smaller, else a ``Max(0, d)`` atom,
+which is 0 where the model's broadcasts bound it: ``Min(128, seq)`` is seq in a model that
+broadcasts the two against each other).  A combination is
 one canonical name (dim_algebra.py: ``"past + 1"``, ``"a + -1*b"``, ``"batch*seq"``,
 ``"(samples//10) + -1"``), the spelling declared types are read in too, so equal sizes get
 equal names; one that cancels to a number is that number.  Anything else (a data-dependent
@@ -42,6 +44,11 @@ class ShapeFacts(Protocol):
     def producer_node(self, value: str) -> NodeProto | None: ...
 
     def shape(self, value: str) -> list[int | str | None] | None: ...
+
+    def vanishing_atoms(self) -> frozenset[str]:
+        """The ``Max(0, d)`` atoms that are 0 wherever the model runs (its broadcasts bound
+        them: dim_algebra.vanishing_atom), taken as 0 in computed dims."""
+        ...
 
 
 _MAX_DEPTH = 16  # shape arithmetic is shallow; a deeper chain is not worth following
@@ -96,7 +103,7 @@ def shape_values(graph: ShapeFacts, value: str, depth: int = 0) -> list[int | st
         operands = [shape_values(graph, part, depth + 1) for part in node.input]
         if any(len(o) != 1 for o in operands):
             raise EvalFailure(f"{op} of shapes of more than one element")
-        return [_ARITHMETIC[op][1](*(o[0] for o in operands))]
+        return [algebra.without_atoms(_ARITHMETIC[op][1](*(o[0] for o in operands)), graph.vanishing_atoms())]
     raise EvalFailure(f"'{value}' comes from {node.op_type}, not shape arithmetic")
 
 
@@ -158,12 +165,10 @@ def _floor_divided(d: int | str, k: int | str) -> int | str:
     return algebra.dim_of(algebra.floor_divide(poly, k))
 
 
-def _extreme(pick, a: int | str, b: int | str) -> int | str:
-    """Min or Max of two dims whose difference is a number (``past`` and ``past + 1``)."""
-    difference = dim_difference(a, b)
-    if isinstance(difference, str):
-        raise EvalFailure("Min or Max of dims that differ by more than a number")
-    return a if pick(difference, 0) == difference else b
+def _extreme(largest: bool, a: int | str, b: int | str) -> int | str:
+    """Max (largest) or Min of two dims (dim_algebra.extremum: the provably larger or
+    smaller, else written with a ``Max(0, d)`` atom that a model's runs may settle)."""
+    return algebra.dim_of(algebra.extremum(algebra.poly_of(a), algebra.poly_of(b), largest))
 
 
 # op -> (its number of inputs, the dim it computes from its operands' dims)
@@ -173,8 +178,8 @@ _ARITHMETIC: dict[str, tuple[int, Callable[..., int | str]]] = {
     "Mul": (2, _scaled),
     "Div": (2, _floor_divided),
     "Neg": (1, lambda a: _scaled(a, -1)),
-    "Min": (2, lambda a, b: _extreme(min, a, b)),
-    "Max": (2, lambda a, b: _extreme(max, a, b)),
+    "Min": (2, lambda a, b: _extreme(False, a, b)),
+    "Max": (2, lambda a, b: _extreme(True, a, b)),
 }
 
 

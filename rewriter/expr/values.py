@@ -59,6 +59,8 @@ class GraphFacts(Protocol):
 
     def producer_node(self, value: str) -> onnx.NodeProto | None: ...
 
+    def vanishing_atoms(self) -> frozenset[str]: ...
+
 
 def materialize(graph: GraphFacts, value: object, what: str = "value") -> object:
     """Replace ``Ref``s (also inside lists) by their constant contents."""

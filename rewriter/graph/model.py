@@ -21,6 +21,7 @@ from .names import all_value_names
 from .proto_pool import ProtoPool
 from .state import GraphState
 from .subgraphs import subgraphs_of
+from .symbolic_shapes import broadcast_bounds
 from .types import (
     add_inferred_types,
     declared_types,
@@ -72,6 +73,8 @@ class ModelState:
         refine_symbolic_dims(
             model, view.nodes_in_order(), view.initializers.values(), view.types, view=view, aliases=self.dim_aliases
         )
+        self._settle_bounds(None)
+        view.correct_broadcasts(view.nodes_in_order())
         self._inferred_at = 0  # position in view.changes the types reflect
         self.added_domains: dict[str, int] = {}
         self.functions = [FunctionProto() for _ in model.functions]  # optimized copies
@@ -150,9 +153,24 @@ class ModelState:
         ]
         light = light_model(self.source, nodes, initializers, inputs, (), (), self.opsets)
         improved = refine_types(view.types, light)
-        return improved + refine_symbolic_dims(
+        improved += refine_symbolic_dims(
             self.source, nodes, initializers, view.types, inputs, (), self.opsets, aliases=self.dim_aliases
         )
+        self._settle_bounds(region, produced)  # (a rewrite's nodes run too)
+        view.correct_broadcasts(nodes)
+        return improved
+
+    def _settle_bounds(self, region: list | None, values: set[str] | None = None) -> None:
+        """Take as 0 the dims' ``Max(0, d)`` atoms that broadcasts among the main graph's
+        nodes (``region``'s, or all) bound (symbolic_shapes.broadcast_bounds), in the types
+        of ``values`` (all by default).  Only nodes a graph output needs count: onnxruntime
+        runs those whenever the model runs, and drops the rest."""
+        view = self.view
+        nodes = view.nodes_in_order() if region is None else [view.node(n) for n in region]
+        if not broadcast_bounds(nodes, view.shape) - view.vanishing:
+            view.settle_dims((), values)
+            return
+        view.settle_dims(broadcast_bounds(view.output_ancestors(region), view.shape), values)
 
     def subgraph_states(self):
         """A state per subgraph of the main graph's current nodes (nested ones come from

@@ -14,11 +14,13 @@ a few rounds at most.  Dims nobody can name stay as inference left them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from functools import cached_property
 
 import numpy as np
 from onnx import NodeProto, TensorProto, TypeProto, ValueInfoProto, helper, numpy_helper
 
+from ..expr.dim_algebra import CLAMP, broadcast_result, vanishing_atom, without_atoms
 from ..expr.shape_values import (
     ShapeFacts,
     dim_difference,
@@ -131,6 +133,9 @@ class _ModelFacts:
 
     def shape(self, value: str) -> list[int | str | None] | None:
         return shape_of(self.types.get(value))
+
+    def vanishing_atoms(self) -> frozenset[str]:
+        return frozenset()  # (the types' own spellings: the view applies the bounds it knows)
 
 
 def _inferred_minus_one(source: list, target: list) -> object:
@@ -283,6 +288,74 @@ def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto |
     if sum(map(_is_known, dims)) <= sum(map(_is_known, current)):
         return None
     return helper.make_tensor_type_proto(types[out].tensor_type.elem_type, [_kept(d) for d in dims])
+
+
+def broadcast_bounds(nodes: Iterable[NodeProto], shape: Callable[[str], list | None]) -> set[str]:
+    """The ``Max(0, d)`` atoms that the elementwise broadcasts among ``nodes`` make 0 wherever
+    the model runs (dim_algebra.vanishing_atom): the dynamo exporter's ``Min(128, seq)``,
+    a causal buffer sliced to the sequence and broadcast against the scores, is seq.
+    ``nodes`` must be a main graph's, each of which runs whenever the model does (a
+    branch's broadcast bounds nothing outside it); ``shape`` reads a value's dims."""
+    found: set[str] = set()
+    for node in nodes:
+        if node.op_type not in _BROADCASTING or node.domain not in ("", "ai.onnx") or len(node.input) < 2:
+            continue
+        shapes = [shape(i) for i in node.input if i]
+        bounded = [sh for sh in shapes if sh is not None and any(isinstance(d, str) and CLAMP in d for d in sh)]
+        if not bounded:
+            continue
+        for sh in bounded:
+            for other in shapes:
+                if other is None or other is sh:
+                    continue
+                for a, b in zip(reversed(sh), reversed(other)):
+                    if isinstance(a, str) and CLAMP in a and b is not None and b != a:
+                        atom = vanishing_atom(a, b)
+                        if atom is not None:
+                            found.add(atom)
+    return found
+
+
+def broadcast_output_type(node: NodeProto, type_of: Callable[[str], TypeProto | None]) -> TypeProto | None:
+    """An elementwise op's output type with each dim its inputs' dims provably broadcast to
+    (dim_algebra.broadcast_result), where the type known now names another: onnx's
+    inference names one of two differing dims, and for ``Min(1, seq)`` against seq it
+    names the first, which is 1 where the result is seq.  None when nothing changes."""
+    if node.op_type not in _BROADCASTING or node.domain not in ("", "ai.onnx") or not node.output:
+        return None
+    out = type_of(node.output[0])
+    current = shape_of(out)
+    if out is None or current is None:
+        return None
+    maybe = [shape_of(type_of(i)) for i in node.input if i]
+    shapes = [sh for sh in maybe if sh is not None]
+    if len(shapes) != len(maybe):
+        return None
+    dims = list(current)
+    for axis in range(len(current)):
+        result: int | str | None = 1
+        for sh in shapes:
+            k = axis - (len(current) - len(sh))
+            d = sh[k] if 0 <= k < len(sh) else 1
+            result = broadcast_result(result, d) if result is not None and d is not None and _is_known(d) else None
+        if result is not None and result != current[axis]:
+            dims[axis] = result
+    if dims == current:
+        return None
+    return helper.make_tensor_type_proto(out.tensor_type.elem_type, [_kept(d) for d in dims])
+
+
+def settled_type(type_proto: TypeProto, vanishing: frozenset[str]) -> TypeProto:
+    """``type_proto`` with the ``vanishing`` atoms of its dims taken as 0 (``Min(128, seq)``
+    declared seq: onnx's inference then sees the one name where the two broadcast); the
+    same object when none of its dims has one."""
+    dims = shape_of(type_proto) if vanishing else None
+    if dims is None or not any(isinstance(d, str) and CLAMP in d for d in dims):
+        return type_proto
+    settled = [without_atoms(d, vanishing) if isinstance(d, str) else d for d in dims]
+    if settled == dims:
+        return type_proto
+    return helper.make_tensor_type_proto(type_proto.tensor_type.elem_type, [_kept(d) for d in settled])
 
 
 _COMPUTED_SHAPES = ("Reshape", "Expand", "Range", "Tile", "Slice")

@@ -14,12 +14,13 @@ from collections.abc import Iterable
 import numpy as np
 from onnx import GraphProto, NodeProto, TensorProto, TypeProto, numpy_helper
 
+from ..expr.dim_algebra import without_atoms
 from ..onnx_facts.metadata import set_metadata
 from ..onnx_facts.schemas import attribute_value, normalize_domain
 from . import types as T
 from .names import FreshNames
 from .proto_pool import ProtoPool
-from .symbolic_shapes import is_incomplete
+from .symbolic_shapes import broadcast_output_type, is_incomplete, settled_type
 from .topology import NodeId, SourceKey, Topology
 from .type_reading import elem_type_of, shape_of
 
@@ -69,6 +70,9 @@ class GraphView(Topology):
         # partition/float16.py) -> that type: literals still match such constants with its
         # tolerance, and `~` attributes of the nodes reading them (match/matcher.py)
         self.widened: dict[str, int] = {}
+        # Max(0, d) atoms of dims that are 0 wherever the model runs (its broadcasts bound
+        # them: symbolic_shapes.broadcast_bounds); shape() and dims() read them as 0
+        self.vanishing: frozenset[str] = frozenset()
         self.types: dict[str, TypeProto] = dict(types or {})
         self.hints: dict[str, TypeProto] = dict(hints or {})
         self._inferred_nodes: set[NodeId] = set()
@@ -273,7 +277,11 @@ class GraphView(Topology):
                         input_types[name] = t
             hints = self.hints
             for name, t in T.infer_node_types(attrs["proto"], input_types, self.opsets).items():
-                self.types.setdefault(name, T.merged_type(t, hints.get(name)) if hints else t)
+                t = T.merged_type(t, hints.get(name)) if hints else t
+                self.types.setdefault(name, settled_type(t, self.vanishing) if self.vanishing else t)
+            corrected = broadcast_output_type(attrs["proto"], self.types.get)
+            if corrected is not None:
+                self.types[attrs["proto"].output[0]] = corrected
             known = self.types.get(value)
         if known is None and value in self.hints and self._producer.get(value) is not None:
             known = self.types[value] = self.hints[value]
@@ -306,7 +314,54 @@ class GraphView(Topology):
                 array = self.constant(value)
                 return None if array is None else list(array.shape)
             return None
+        if self.vanishing:
+            return [without_atoms(d, self.vanishing) if isinstance(d, str) else d for d in shape]
         return list(shape)
+
+    def vanishing_atoms(self) -> frozenset[str]:
+        return self.vanishing
+
+    def settle_dims(self, vanishing: Iterable[str], values: Iterable[str] | None = None) -> None:
+        """Take the ``Max(0, d)`` atoms ``vanishing`` (and those known before) as 0 in the
+        types of ``values`` (all, by default, and the hints): what the model's runs bound
+        (symbolic_shapes.broadcast_bounds).  Inference then sees ``Min(128, seq)`` and
+        seq as the one size they are wherever the model runs."""
+        before = self.vanishing
+        self.vanishing = before | frozenset(vanishing)
+        if not self.vanishing:
+            return
+        if values is None or self.vanishing != before:
+            for table in (self.types, self.hints):
+                for name, known in list(table.items()):
+                    table[name] = settled_type(known, self.vanishing)
+            return
+        for name in values:
+            t = self.types.get(name)
+            if t is not None:
+                self.types[name] = settled_type(t, self.vanishing)
+
+    def output_ancestors(self, nodes: Iterable[NodeId] | None = None) -> list[NodeProto]:
+        """The nodes (of ``nodes``, by default all) that a graph output depends on, in
+        order: what onnxruntime runs whenever the model runs (it drops the rest), and so
+        the only nodes whose broadcasts bound dims."""
+        seen: set[NodeId] = set()
+        stack = [p for p in (self.producer(name) for name in self.output_names) if p is not None]
+        while stack:
+            node_id = stack.pop()
+            if node_id in seen:
+                continue
+            seen.add(node_id)
+            stack.extend(self.upstream(node_id))
+        wanted = seen if nodes is None else seen.intersection(nodes)
+        return [self.node(n) for n in self.topological_ids(wanted)]
+
+    def correct_broadcasts(self, nodes: Iterable[NodeProto]) -> None:
+        """Give these nodes' elementwise outputs the dims their inputs provably broadcast to
+        (symbolic_shapes.broadcast_output_type), where inference named another."""
+        for node in nodes:
+            corrected = broadcast_output_type(node, self.types.get)
+            if corrected is not None:
+                self.types[node.output[0]] = corrected
 
     def opset(self, domain: str) -> int | None:
         return self.opsets.get(normalize_domain(domain))

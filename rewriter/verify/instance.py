@@ -266,6 +266,9 @@ class _NoGraph:
     def producer_node(self, value: str) -> onnx.NodeProto | None:
         self._none(f"'{value}'")
 
+    def vanishing_atoms(self) -> frozenset[str]:
+        return frozenset()
+
 
 _NO_GRAPH: GraphFacts = _NoGraph()
 
