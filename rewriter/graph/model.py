@@ -160,7 +160,7 @@ class ModelState:
         view.correct_broadcasts(nodes)
         return improved
 
-    def _settle_bounds(self, region: list | None, values: set[str] | None = None) -> None:
+    def _settle_bounds(self, region: set[int] | None, values: set[str] | None = None) -> None:
         """Take as 0 the dims' ``Max(0, d)`` atoms that broadcasts among the main graph's
         nodes (``region``'s, or all) bound (symbolic_shapes.broadcast_bounds), in the types
         of ``values`` (all by default).  Only nodes a graph output needs count: onnxruntime
