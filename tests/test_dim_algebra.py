@@ -279,3 +279,48 @@ def test_a_clamped_length_nothing_bounds_stays_computed(kind):
     m = positions_model(bounded=kind == "dead", dead=kind == "dead")
     after = rewriter.optimize(m, level="basic").model
     assert "Concat" in ops(after)  # seq may be 200: the view is then to [batch, 128, 16]
+
+
+def test_a_transposing_fused_matmul_is_typed():
+    """onnx knows no FusedMatMul: its stand-in types it, transA/transB included (the scores
+    q x k^T once MatMulTransposeBFusion has run), so the attention rules after it see them."""
+    from rewriter.graph.types import infer_node_types
+
+    opsets = {"": 17, "com.microsoft": 1}
+
+    def typed(attrs, a, b):
+        node = helper.make_node("FusedMatMul", ["a", "b"], ["y"], domain="com.microsoft", **attrs)
+        types = {"a": helper.make_tensor_type_proto(1, a), "b": helper.make_tensor_type_proto(1, b)}
+        found = infer_node_types(node, types, opsets)
+        return shape_of(found["y"]) if "y" in found else None
+
+    assert typed({"alpha": 0.25, "transB": 1}, ["4*batch", "s", 16], ["4*batch", "t", 16]) == ["4*batch", "s", "t"]
+    assert typed({"transA": 1}, [1, 5, 3], [2, 5, 7]) == [2, 3, 7]  # batch axes broadcast
+    assert typed({"transA": 1, "transB": 1}, [5, 3], [7, 5]) == [3, 7]
+    assert typed({"transBatchA": 1}, [2, 3, 4], [3, 4, 5]) is None  # not covered: unknown
+
+
+def test_a_declared_total_length_names_the_sum_it_is():
+    """A float16 model's present key: Concat(past, new) is typed past + seq by inference,
+    and the output Cast from it is declared total_sequence_length: the two are one size."""
+    from rewriter.graph.model import ModelState
+
+    nodes = [
+        helper.make_node("Concat", ["past", "x"], ["c"], axis=1),
+        helper.make_node("Cast", ["c"], ["present"], to=TensorProto.FLOAT),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("Cast", ["r"], ["y"], to=TensorProto.FLOAT),
+    ]
+    m = model(
+        nodes,
+        [
+            tensor("past", TensorProto.FLOAT16, ["batch", "past_sequence_length", 8]),
+            tensor("x", TensorProto.FLOAT16, ["batch", "sequence_length", 8]),
+        ],
+        [
+            tensor("present", TensorProto.FLOAT, ["batch", "total_sequence_length", 8]),
+            tensor("y", TensorProto.FLOAT, None),
+        ],
+    )
+    view = ModelState(m).view
+    assert view.shape("c") == view.shape("r") == ["batch", "total_sequence_length", 8]

@@ -21,7 +21,7 @@ from .names import all_value_names
 from .proto_pool import ProtoPool
 from .state import GraphState
 from .subgraphs import subgraphs_of
-from .symbolic_shapes import broadcast_bounds
+from .symbolic_shapes import broadcast_bounds, declared_aliases
 from .types import (
     add_inferred_types,
     declared_types,
@@ -69,11 +69,14 @@ class ModelState:
             for sub in subgraphs_of(view.node(node_id)):
                 all_value_names(sub, view.value_names)
         self._validate()
-        self.dim_aliases: dict[str, str] = {}  # sums of dims the model names otherwise
+        self.dim_aliases: dict[str, str] = view.dim_aliases  # sums of dims the model names otherwise
         refine_symbolic_dims(
             model, view.nodes_in_order(), view.initializers.values(), view.types, view=view, aliases=self.dim_aliases
         )
-        self._settle_bounds(None)
+        found = declared_aliases(view.nodes_in_order(), view.types, view.hints)
+        new = {total: name for total, name in found.items() if total not in self.dim_aliases}
+        self.dim_aliases.update(new)
+        self._settle_bounds(None, renamed=bool(new))
         view.correct_broadcasts(view.nodes_in_order())
         self._inferred_at = 0  # position in view.changes the types reflect
         self.added_domains: dict[str, int] = {}
@@ -160,7 +163,7 @@ class ModelState:
         view.correct_broadcasts(nodes)
         return improved
 
-    def _settle_bounds(self, region: set[int] | None, values: set[str] | None = None) -> None:
+    def _settle_bounds(self, region: set[int] | None, values: set[str] | None = None, renamed: bool = False) -> None:
         """Take as 0 the dims' ``Max(0, d)`` atoms that broadcasts among the main graph's
         nodes (``region``'s, or all) bound (symbolic_shapes.broadcast_bounds), in the types
         of ``values`` (all by default).  Only nodes a graph output needs count: onnxruntime
@@ -168,9 +171,9 @@ class ModelState:
         view = self.view
         nodes = view.nodes_in_order() if region is None else [view.node(n) for n in region]
         if not broadcast_bounds(nodes, view.shape) - view.vanishing:
-            view.settle_dims((), values)
+            view.settle_dims((), values, renamed)
             return
-        view.settle_dims(broadcast_bounds(view.output_ancestors(region), view.shape), values)
+        view.settle_dims(broadcast_bounds(view.output_ancestors(region), view.shape), values, renamed)
 
     def subgraph_states(self):
         """A state per subgraph of the main graph's current nodes (nested ones come from

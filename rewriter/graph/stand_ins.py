@@ -14,7 +14,7 @@ ops, global pooling and NHWC QLinearConv by standard ops of their shapes.  The N
 Upsample by a Resize of its whole factors (a blocked tensor is typed as its padded NCHW
 shape), ReorderInput by a Pad of the channels up to the block (after a Transpose from
 NHWC), ReorderOutput by a Slice of the logical channels (and a Transpose to NHWC).  An op not
-listed, or a form not covered (a transposing FusedMatMul, packed or 4-D attention inputs),
+listed, or a form not covered (FusedMatMul moving batch axes, packed or 4-D attention inputs),
 is left out: its outputs stay unknown, as before.  The model itself is never changed.
 """
 
@@ -65,13 +65,7 @@ def stand_ins(
             nodes.append(_node("Identity", ins[:1], [outs[3]]))
         return nodes, []
     if op == "FusedMatMul":
-        if any(
-            helper.get_attribute_value(attrs[a])
-            for a in ("transA", "transB", "transBatchA", "transBatchB")
-            if a in attrs
-        ):
-            return None
-        return [_node("MatMul", ins[:2], outs[:1])], []
+        return _fused_matmul_stand_ins(ins, outs, attrs)
     if op == "FusedConv":
         return [_node("Conv", ins[:3], outs[:1], [attrs[a] for a in _CONV_ATTRS if a in attrs])], []
     if op == "FusedGemm":
@@ -201,3 +195,20 @@ def _node(op: str, inputs: list[str], outputs: list[str], attrs: Sequence[Attrib
     node = helper.make_node(op, inputs, outputs)
     node.attribute.extend(attrs)
     return node
+
+
+def _fused_matmul_stand_ins(
+    ins: list[str], outs: list[str], attrs: dict
+) -> tuple[list[NodeProto], list[TensorProto]] | None:
+    """FusedMatMul as MatMul; with transA/transB (the last two axes of an operand swapped,
+    as the scores' q x k^T are written once MatMulTransposeBFusion has run) as an Einsum
+    that swaps them (``...ji,...kj->...ik``: the batch axes broadcast as MatMul's do, and
+    no rank need be known).  transBatchA/transBatchB (the batch axes moved): not covered."""
+    flags = {a: bool(helper.get_attribute_value(attrs[a])) for a in attrs}
+    if len(ins) < 2 or flags.get("transBatchA") or flags.get("transBatchB"):
+        return None
+    if not flags.get("transA") and not flags.get("transB"):
+        return [_node("MatMul", ins[:2], outs[:1])], []
+    a = "...ji" if flags.get("transA") else "...ij"
+    b = "...kj" if flags.get("transB") else "...jk"
+    return [_node("Einsum", ins[:2], outs[:1], [helper.make_attribute("equation", f"{a},{b}->...ik")])], []

@@ -345,14 +345,17 @@ def broadcast_output_type(node: NodeProto, type_of: Callable[[str], TypeProto | 
     return helper.make_tensor_type_proto(out.tensor_type.elem_type, [_kept(d) for d in dims])
 
 
-def settled_type(type_proto: TypeProto, vanishing: frozenset[str]) -> TypeProto:
+def settled_type(type_proto: TypeProto, vanishing: frozenset[str], aliases: dict[str, str] | None = None) -> TypeProto:
     """``type_proto`` with the ``vanishing`` atoms of its dims taken as 0 (``Min(128, seq)``
-    declared seq: onnx's inference then sees the one name where the two broadcast); the
-    same object when none of its dims has one."""
-    dims = shape_of(type_proto) if vanishing else None
-    if dims is None or not any(isinstance(d, str) and CLAMP in d for d in dims):
+    declared seq: onnx's inference then sees the one name where the two broadcast) and a
+    sum that ``aliases`` names otherwise by that name (``past + seq`` is the cache's
+    ``total_sequence_length``, see ``dim_aliases``); the same object when nothing changes."""
+    dims = shape_of(type_proto) if vanishing or aliases else None
+    if dims is None or not any(isinstance(d, str) for d in dims):
         return type_proto
-    settled = [without_atoms(d, vanishing) if isinstance(d, str) else d for d in dims]
+    settled = [without_atoms(d, vanishing) if isinstance(d, str) and CLAMP in d else d for d in dims]
+    if aliases:
+        settled = _aliased(settled, aliases)
     if settled == dims:
         return type_proto
     return helper.make_tensor_type_proto(type_proto.tensor_type.elem_type, [_kept(d) for d in settled])
@@ -451,6 +454,36 @@ def dim_aliases(concats: list[NodeProto], types: dict[str, TypeProto]) -> dict[s
         named = out[axis]
         if isinstance(total, str) and isinstance(named, str) and _is_known(named) and named != total:
             aliases.setdefault(total, named)
+    return aliases
+
+
+def declared_aliases(
+    nodes: Iterable[NodeProto], types: dict[str, TypeProto], hints: dict[str, TypeProto]
+) -> dict[str, str]:
+    """Sums of named dims that a declared type names through a Cast or Identity (which keep
+    the shape): a float16 model's present key is Cast to float32 for its output from the
+    Concat that computes it, typed ``past + seq`` by inference and declared
+    ``total_sequence_length``: the two are one size, as a Concat's own declared output
+    says (``dim_aliases``)."""
+    aliases: dict[str, str] = {}
+    for node in nodes:
+        if node.op_type not in ("Cast", "Identity") or node.domain not in ("", "ai.onnx") or not node.output:
+            continue
+        declared = hints.get(node.output[0])
+        named, inferred = shape_of(declared), shape_of(types.get(node.input[0]))
+        if named is None or inferred is None or len(named) != len(inferred):
+            continue
+        for total, alias in zip(inferred, named):
+            if (
+                isinstance(total, str)
+                and isinstance(alias, str)
+                and " + " in total
+                and _is_known(total)
+                and _is_known(alias)
+                and " + " not in alias
+                and alias != total
+            ):
+                aliases.setdefault(total, alias)
     return aliases
 
 

@@ -73,6 +73,9 @@ class GraphView(Topology):
         # Max(0, d) atoms of dims that are 0 wherever the model runs (its broadcasts bound
         # them: symbolic_shapes.broadcast_bounds); shape() and dims() read them as 0
         self.vanishing: frozenset[str] = frozenset()
+        # sums of dims the model names otherwise (symbolic_shapes.dim_aliases: a cache's
+        # past + new is its total_sequence_length): lazily inferred types use the name
+        self.dim_aliases: dict[str, str] = {}
         self.types: dict[str, TypeProto] = dict(types or {})
         self.hints: dict[str, TypeProto] = dict(hints or {})
         self._inferred_nodes: set[NodeId] = set()
@@ -278,7 +281,8 @@ class GraphView(Topology):
             hints = self.hints
             for name, t in T.infer_node_types(attrs["proto"], input_types, self.opsets).items():
                 t = T.merged_type(t, hints.get(name)) if hints else t
-                self.types.setdefault(name, settled_type(t, self.vanishing) if self.vanishing else t)
+                settled = settled_type(t, self.vanishing, self.dim_aliases) if self.vanishing or self.dim_aliases else t
+                self.types.setdefault(name, settled)
             corrected = broadcast_output_type(attrs["proto"], self.types.get)
             if corrected is not None:
                 self.types[attrs["proto"].output[0]] = corrected
@@ -321,24 +325,26 @@ class GraphView(Topology):
     def vanishing_atoms(self) -> frozenset[str]:
         return self.vanishing
 
-    def settle_dims(self, vanishing: Iterable[str], values: Iterable[str] | None = None) -> None:
-        """Take the ``Max(0, d)`` atoms ``vanishing`` (and those known before) as 0 in the
-        types of ``values`` (all, by default, and the hints): what the model's runs bound
-        (symbolic_shapes.broadcast_bounds).  Inference then sees ``Min(128, seq)`` and
-        seq as the one size they are wherever the model runs."""
+    def settle_dims(self, vanishing: Iterable[str], values: Iterable[str] | None = None, renamed: bool = False) -> None:
+        """Take the ``Max(0, d)`` atoms ``vanishing`` (and those known before) as 0, and the
+        sums ``dim_aliases`` names by their names, in the types of ``values`` (all, by
+        default or when new atoms came or ``renamed`` says new aliases did, and the
+        hints): what the model's runs bound (symbolic_shapes.broadcast_bounds) and what
+        it declares.  Inference then sees ``Min(128, seq)`` and seq as the one size they
+        are wherever the model runs."""
         before = self.vanishing
         self.vanishing = before | frozenset(vanishing)
-        if not self.vanishing:
+        if not self.vanishing and not self.dim_aliases:
             return
-        if values is None or self.vanishing != before:
+        if values is None or self.vanishing != before or renamed:
             for table in (self.types, self.hints):
                 for name, known in list(table.items()):
-                    table[name] = settled_type(known, self.vanishing)
+                    table[name] = settled_type(known, self.vanishing, self.dim_aliases)
             return
         for name in values:
             t = self.types.get(name)
             if t is not None:
-                self.types[name] = settled_type(t, self.vanishing)
+                self.types[name] = settled_type(t, self.vanishing, self.dim_aliases)
 
     def output_ancestors(self, nodes: Iterable[NodeId] | None = None) -> list[NodeProto]:
         """The nodes (of ``nodes``, by default all) that a graph output depends on, in
