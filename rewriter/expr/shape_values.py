@@ -45,9 +45,11 @@ class ShapeFacts(Protocol):
 
     def shape(self, value: str) -> list[int | str | None] | None: ...
 
-    def vanishing_atoms(self) -> frozenset[str]:
-        """The ``Max(0, d)`` atoms that are 0 wherever the model runs (its broadcasts bound
-        them: dim_algebra.vanishing_atom), taken as 0 in computed dims."""
+    def settled_dim(self, dim: int | str) -> int | str:
+        """A computed dim as the model's types spell it: its ``Max(0, d)`` atoms that are 0
+        wherever the model runs taken as 0 (its broadcasts bound them:
+        dim_algebra.vanishing_atom), a sum the model names otherwise by that name (a
+        cache's past + new is its ``total_sequence_length``: symbolic_shapes.dim_aliases)."""
         ...
 
 
@@ -103,7 +105,7 @@ def shape_values(graph: ShapeFacts, value: str, depth: int = 0) -> list[int | st
         operands = [shape_values(graph, part, depth + 1) for part in node.input]
         if any(len(o) != 1 for o in operands):
             raise EvalFailure(f"{op} of shapes of more than one element")
-        return [algebra.without_atoms(_ARITHMETIC[op][1](*(o[0] for o in operands)), graph.vanishing_atoms())]
+        return [graph.settled_dim(_ARITHMETIC[op][1](*(o[0] for o in operands)))]
     raise EvalFailure(f"'{value}' comes from {node.op_type}, not shape arithmetic")
 
 

@@ -134,8 +134,8 @@ class _ModelFacts:
     def shape(self, value: str) -> list[int | str | None] | None:
         return shape_of(self.types.get(value))
 
-    def vanishing_atoms(self) -> frozenset[str]:
-        return frozenset()  # (the types' own spellings: the view applies the bounds it knows)
+    def settled_dim(self, dim: int | str) -> int | str:
+        return dim  # (the types' own spellings: the view applies the bounds and aliases it knows)
 
 
 def _inferred_minus_one(source: list, target: list) -> object:

@@ -322,8 +322,11 @@ class GraphView(Topology):
             return [without_atoms(d, self.vanishing) if isinstance(d, str) else d for d in shape]
         return list(shape)
 
-    def vanishing_atoms(self) -> frozenset[str]:
-        return self.vanishing
+    def settled_dim(self, dim: int | str) -> int | str:
+        if isinstance(dim, int) or not (self.vanishing or self.dim_aliases):
+            return dim
+        dim = without_atoms(dim, self.vanishing)
+        return self.dim_aliases.get(dim, dim) if isinstance(dim, str) else dim
 
     def settle_dims(self, vanishing: Iterable[str], values: Iterable[str] | None = None, renamed: bool = False) -> None:
         """Take the ``Max(0, d)`` atoms ``vanishing`` (and those known before) as 0, and the

@@ -266,8 +266,8 @@ class _NoGraph:
     def producer_node(self, value: str) -> onnx.NodeProto | None:
         self._none(f"'{value}'")
 
-    def vanishing_atoms(self) -> frozenset[str]:
-        return frozenset()
+    def settled_dim(self, dim: int | str) -> int | str:
+        return dim
 
 
 _NO_GRAPH: GraphFacts = _NoGraph()
