@@ -324,3 +324,51 @@ def test_a_declared_total_length_names_the_sum_it_is():
     )
     view = ModelState(m).view
     assert view.shape("c") == view.shape("r") == ["batch", "total_sequence_length", 8]
+
+
+def test_a_computed_total_length_is_the_declared_one():
+    """A cache's mask length computed as past + seq (Shape arithmetic) is the present key's
+    declared total_sequence_length: a view to [batch, past + seq, 8] of the present key
+    is to its own shape, and its computed target folds."""
+    nodes = [
+        helper.make_node("Concat", ["past", "x"], ["present"], axis=1),
+        helper.make_node("Shape", ["past"], ["sp"]),
+        helper.make_node("Shape", ["x"], ["sx"]),
+        helper.make_node("Gather", ["sx", "i0"], ["b"], axis=0),
+        helper.make_node("Gather", ["sp", "i1"], ["p"], axis=0),
+        helper.make_node("Gather", ["sx", "i1"], ["n"], axis=0),
+        helper.make_node("Add", ["p", "n"], ["t"]),
+        helper.make_node("Unsqueeze", ["b", "zero"], ["b1"]),
+        helper.make_node("Unsqueeze", ["t", "zero"], ["t1"]),
+        helper.make_node("Concat", ["b1", "t1", "width"], ["target"], axis=0),
+        helper.make_node("Reshape", ["present", "target"], ["v"]),
+        helper.make_node("Relu", ["v"], ["y"]),
+    ]
+    inits = [
+        init("zero", np.array([0], np.int64)),
+        init("i0", np.array(0, np.int64)),
+        init("i1", np.array(1, np.int64)),
+        init("width", np.array([8], np.int64)),
+    ]
+    m = model(
+        nodes,
+        [
+            tensor("past", TensorProto.FLOAT, ["batch", "past_sequence_length", 8]),
+            tensor("x", TensorProto.FLOAT, ["batch", "sequence_length", 8]),
+        ],
+        [
+            tensor("present", TensorProto.FLOAT, ["batch", "total_sequence_length", 8]),
+            tensor("y", TensorProto.FLOAT, None),
+        ],
+        inits,
+    )
+    after = rewriter.optimize(m, level="basic").model
+    assert "Add" not in ops(after) and "Shape" not in ops(after)
+    rng = np.random.default_rng(0)
+    for past, seq in ((3, 2), (0, 4), (5, 0)):
+        feeds = {
+            "past": rng.standard_normal((2, past, 8)).astype(np.float32),
+            "x": rng.standard_normal((2, seq, 8)).astype(np.float32),
+        }
+        for a, b in zip(run(m, feeds), run(after, feeds)):
+            np.testing.assert_allclose(a, b, atol=1e-6)
