@@ -319,7 +319,9 @@ def test_silu_is_quick_gelu_with_alpha_one():
     check(other, "SiluFusion", False)
 
 
-def decomposed_layer_norm(opset=17, axes=(-1,), residual=False, eps=1e-5):
+def decomposed_layer_norm(opset=17, axes=(-1,), residual=False, eps=1e-5, shape=(2, 4, 8), params=(8,)):
+    """(x - mean) / sqrt(var + eps) * gamma + beta over ``axes`` of x ``shape`` (gamma and
+    beta of shape ``params``); residual: x = a + b."""
     x = "x"
     nodes = []
     if residual:
@@ -345,12 +347,13 @@ def decomposed_layer_norm(opset=17, axes=(-1,), residual=False, eps=1e-5):
         helper.make_node("Mul", ["n", "gamma"], ["g"]),
         helper.make_node("Add", ["g", "beta"], ["y"]),
     ]
-    inputs = [tensor("a", F, [2, 4, 8]), tensor("b", F, [2, 4, 8])] if residual else [tensor("x", F, [2, 4, 8])]
+    inputs = [tensor("a", F, list(shape)), tensor("b", F, list(shape))] if residual else [tensor("x", F, list(shape))]
     return model(
         nodes,
         inputs,
-        [tensor("y", F, [2, 4, 8])],
-        [init("two", np.float32(2)), init("eps", np.float32(eps)), init("gamma", rand(8)), init("beta", rand(8))]
+        [tensor("y", F, list(shape))],
+        [init("two", np.float32(2)), init("eps", np.float32(eps))]
+        + [init("gamma", rand(*params)), init("beta", rand(*params))]
         + ([init("axes", np.array(axes, np.int64))] if opset >= 18 else []),
         opset=opset,
     )
@@ -365,6 +368,18 @@ def test_decomposed_layer_norm_fusion_from_opset_17(opset):
 
 def test_decomposed_layer_norm_refuses_another_axis():
     check(decomposed_layer_norm(axes=(1,)), "LayerNormDecomposed", False)
+
+
+@pytest.mark.parametrize("opset", [14, 17, 18])
+def test_a_layer_norm_over_the_channels_is_one_over_the_last_axis_between_transposes(opset):
+    """LayerNorm2d (ConvNeXt, ViTDet): the channels of NCHW normalized, gamma [C, 1, 1]."""
+    over_channels = decomposed_layer_norm(opset=opset, axes=(1,), shape=(2, 6, 3, 5), params=(6, 1, 1))
+    after = check(over_channels, "LayerNormChannelsFirstDecomposed", True, atol=1e-4)
+    assert ops(after) == {"Transpose": 2, "LayerNormalization": 1}
+    along_width = decomposed_layer_norm(opset=opset, axes=(1,), shape=(2, 6, 3, 6), params=(1, 1, 6))
+    check(along_width, "LayerNormChannelsFirstDecomposed", False)
+    over_rows = decomposed_layer_norm(opset=opset, axes=(2,), shape=(2, 6, 6, 5), params=(6, 1, 1))
+    check(over_rows, "LayerNormChannelsFirstDecomposed", False)
 
 
 def test_decomposed_layer_norm_before_opset_17_is_onnxruntimes_layer_norm():
