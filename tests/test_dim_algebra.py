@@ -300,6 +300,20 @@ def test_a_transposing_fused_matmul_is_typed():
     assert typed({"transBatchA": 1}, [2, 3, 4], [3, 4, 5]) is None  # not covered: unknown
 
 
+def cache_io(elem: int):
+    """(inputs, outputs) of a cache step: past [batch, past, 8] and x [batch, seq, 8] of
+    ``elem``, the present key declared [batch, total_sequence_length, 8] (float) and y."""
+    inputs = [
+        tensor("past", elem, ["batch", "past_sequence_length", 8]),
+        tensor("x", elem, ["batch", "sequence_length", 8]),
+    ]
+    outputs = [
+        tensor("present", TensorProto.FLOAT, ["batch", "total_sequence_length", 8]),
+        tensor("y", TensorProto.FLOAT, None),
+    ]
+    return inputs, outputs
+
+
 def test_a_declared_total_length_names_the_sum_it_is():
     """A float16 model's present key: Concat(past, new) is typed past + seq by inference,
     and the output Cast from it is declared total_sequence_length: the two are one size."""
@@ -311,17 +325,7 @@ def test_a_declared_total_length_names_the_sum_it_is():
         helper.make_node("Relu", ["c"], ["r"]),
         helper.make_node("Cast", ["r"], ["y"], to=TensorProto.FLOAT),
     ]
-    m = model(
-        nodes,
-        [
-            tensor("past", TensorProto.FLOAT16, ["batch", "past_sequence_length", 8]),
-            tensor("x", TensorProto.FLOAT16, ["batch", "sequence_length", 8]),
-        ],
-        [
-            tensor("present", TensorProto.FLOAT, ["batch", "total_sequence_length", 8]),
-            tensor("y", TensorProto.FLOAT, None),
-        ],
-    )
+    m = model(nodes, *cache_io(TensorProto.FLOAT16))
     view = ModelState(m).view
     assert view.shape("c") == view.shape("r") == ["batch", "total_sequence_length", 8]
 
@@ -350,18 +354,7 @@ def test_a_computed_total_length_is_the_declared_one():
         init("i1", np.array(1, np.int64)),
         init("width", np.array([8], np.int64)),
     ]
-    m = model(
-        nodes,
-        [
-            tensor("past", TensorProto.FLOAT, ["batch", "past_sequence_length", 8]),
-            tensor("x", TensorProto.FLOAT, ["batch", "sequence_length", 8]),
-        ],
-        [
-            tensor("present", TensorProto.FLOAT, ["batch", "total_sequence_length", 8]),
-            tensor("y", TensorProto.FLOAT, None),
-        ],
-        inits,
-    )
+    m = model(nodes, *cache_io(TensorProto.FLOAT), inits)
     after = rewriter.optimize(m, level="basic").model
     assert "Add" not in ops(after) and "Shape" not in ops(after)
     rng = np.random.default_rng(0)

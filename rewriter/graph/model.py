@@ -170,6 +170,7 @@ class ModelState:
         runs those whenever the model runs, and drops the rest."""
         view = self.view
         nodes = view.nodes_in_order() if region is None else [view.node(n) for n in region]
+        # (the cheap scan first: tracing what the outputs need is only worth it for new bounds)
         if not broadcast_bounds(nodes, view.shape) - view.vanishing:
             view.settle_dims((), values, renamed)
             return

@@ -283,9 +283,7 @@ class GraphView(Topology):
                 t = T.merged_type(t, hints.get(name)) if hints else t
                 settled = settled_type(t, self.vanishing, self.dim_aliases) if self.vanishing or self.dim_aliases else t
                 self.types.setdefault(name, settled)
-            corrected = broadcast_output_type(attrs["proto"], self.types.get)
-            if corrected is not None:
-                self.types[attrs["proto"].output[0]] = corrected
+            self.correct_broadcasts([attrs["proto"]])
             known = self.types.get(value)
         if known is None and value in self.hints and self._producer.get(value) is not None:
             known = self.types[value] = self.hints[value]
