@@ -41,13 +41,18 @@ from rewriter.graph.types import merged_type
         ("Max(0, s)", "s"),
         ("Min(s, s + 2)", "s"),
         ("Max(2*s, (s)) + 1", "2*s + 1"),
-        ("Max(s//2, 0)", "Max(0, (s//2))"),  # a floor atom is not known to be a size
+        ("Max(s//2, 0)", "(s//2)"),  # a floor of a size is >= 0
+        ("Max((s - 3)//2, 0)", "Max(0, ((s + 1)//2) + -2)"),  # this one may be negative
+        ("Min(128, Min(128, seq))", "-1*Max(0, seq + -128) + seq"),  # Min(128, seq) <= 128
         # past may be more: one Max(0, d) atom, every spelling of Min(128, past + 1) alike
         ("128 - Max(0, 127 - past)", "-1*Max(0, past + -127) + past + 1"),
         ("Min(128, past + 1)", "-1*Max(0, past + -127) + past + 1"),
         ("Min(seq, 128)", "-1*Max(0, seq + -128) + seq"),
         ("128 - Max(0, 128 - seq)", "-1*Max(0, seq + -128) + seq"),
         ("4*batch*Min(64, seq)", "-4*Max(0, seq + -64)*batch + 4*batch*seq"),
+        ("((samples//5))//2", "(samples//10)"),  # a strided conv after another: one floor
+        ("((s//2) - 1)//3", "((s + 4)//6) + -1"),
+        ("((a//2) + (b//3))//5", "(((a//2) + (b//3))//5)"),  # two floors: kept as written
         ("Max(1, 2, 3)", "Max(1, 2, 3)"),
         ("Max(0,", "Max(0,"),
         ("s0/2", "s0/2"),
@@ -218,6 +223,67 @@ def test_a_hostile_dim_name_costs_little():
         dim_product([f"a{i} + b{i}" for i in range(12)])
 
 
+@pytest.mark.parametrize("a", [2, 3, 5])
+@pytest.mark.parametrize("k", [2, 4])
+@pytest.mark.parametrize("r", [-7, 0, 1, 3])
+def test_a_floor_of_a_floor_is_one_floor(a, k, r):
+    import re
+
+    written = canonical_dim(f"((y//{a}) + {r})//{k}")
+    assert written.count("//") == 1
+    for y in range(-40, 41):  # // floors in Python as in the sizes' arithmetic
+        assert eval(re.sub(r"\by\b", f"({y})", written)) == ((y // a) + r) // k, (written, y)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 5, 64])
+@pytest.mark.parametrize("start", [0, 2, -1, -3, 70, 2**62])
+@pytest.mark.parametrize("end", [0, 3, -1, -70, 64, 2**31 - 1, 2**63 - 1])
+def test_a_slice_keeps_what_python_keeps(dim, start, end):
+    from rewriter.graph.symbolic_shapes import slice_length
+
+    assert slice_length(dim, start, end) == len(range(dim)[start:end])
+
+
+def _value(dim: int | str, **sizes: int) -> int:
+    """A dim's value at the given sizes (its spelling is Python's: ``//`` floors, Max)."""
+    import re
+
+    text = re.sub(r"[A-Za-z_]\w*", lambda m: "max" if m[0] == "Max" else str(sizes[m[0]]), str(dim))
+    return eval(text)
+
+
+@pytest.mark.parametrize(
+    ("dim", "start", "end"),
+    [
+        (64, 0, "seq"),  # a position table cut to the sequence: Min(64, seq)
+        ("seq", 0, 2**63 - 1),
+        ("past + 1", "past", 2**63 - 1),  # a cache's new positions: 1
+        ("seq", "past", "past + 4"),
+        (8, "past", 8),
+        ("past + seq", "past", "past + seq"),
+        (128, "past", "past + 1"),  # a causal buffer's row for the new token
+    ],
+)
+def test_a_slice_to_a_computed_end_keeps_what_python_keeps(dim, start, end):
+    from rewriter.graph.symbolic_shapes import slice_length
+
+    length = slice_length(dim, start, end)
+    assert length is not None
+    for seq in range(0, 140, 7):
+        for past in (0, 1, 3, 127, 128, 200):
+            sizes = {"seq": seq, "past": past}
+            kept = len(range(_value(dim, **sizes))[_value(start, **sizes) : _value(end, **sizes)])
+            assert _value(length, **sizes) == kept, (length, sizes)
+
+
+def test_a_slice_whose_length_cannot_be_written_is_left_open():
+    from rewriter.graph.symbolic_shapes import slice_length
+
+    assert slice_length("seq", 0, -1) is None  # seq may be 0: Max(0, seq - 1) is not written
+    assert slice_length("seq", "?1", 4) is None  # an unknown start
+    assert slice_length("seq", 0, "seq + -2") is None  # an end that may be negative
+
+
 def test_a_broadcast_bounds_a_clamped_dim_only_where_it_must():
     from rewriter.expr.dim_algebra import broadcast_result, vanishing_atom, without_atoms
 
@@ -231,9 +297,14 @@ def test_a_broadcast_bounds_a_clamped_dim_only_where_it_must():
     assert vanishing_atom("other", clamped) is None and broadcast_result("other", clamped) is None
     assert broadcast_result(1, "seq") == "seq" and broadcast_result("seq", "seq") == "seq"
     assert without_atoms(canonical_dim("4*batch*Min(128, seq)"), {"Max(0, seq + -128)"}) == "4*batch*seq"
+    # past + 1 <= 128 where the model runs: past <= 128 too, so a causal buffer's row
+    # past:past + 1 is one row (Min(past + 1, 128) - Min(past, 128))
+    row = "Max(0, past + -128) + 1"
+    assert without_atoms(row, {"Max(0, past + -127)"}) == 1
+    assert without_atoms("Max(0, past + -126) + 1", {"Max(0, past + -127)"}) == "Max(0, past + -126) + 1"
 
 
-def positions_model(bounded: bool, dead: bool = False):
+def positions_model(bounded: bool, dead: bool = False, declared: bool = True):
     """dynamo's form of a table of 128 positions sliced to the sequence: its length is
     Min(128, seq), and the view after it is to [batch, Min(128, seq), 16].  ``bounded``:
     the slice is added to x (a broadcast of seq against Min(128, seq), which runs only
@@ -261,12 +332,14 @@ def positions_model(bounded: bool, dead: bool = False):
         init("width", np.array([16], np.int64)),
     ]
     outputs = [tensor("y", TensorProto.FLOAT, None)] + ([] if bounded else [tensor("p", TensorProto.FLOAT, None)])
-    declared = [tensor("p", TensorProto.FLOAT, ["Min(128, seq)", 16])]  # as the exporter does
-    return model(nodes, [tensor("x", TensorProto.FLOAT, ["batch", "seq", 16])], outputs, inits, value_info=declared)
+    # as the exporter does; without it the engine computes the same
+    value_info = [tensor("p", TensorProto.FLOAT, ["Min(128, seq)", 16])] if declared else []
+    return model(nodes, [tensor("x", TensorProto.FLOAT, ["batch", "seq", 16])], outputs, inits, value_info=value_info)
 
 
-def test_a_length_the_model_bounds_by_a_broadcast_is_the_sequence():
-    before = positions_model(bounded=True)
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_length_the_model_bounds_by_a_broadcast_is_the_sequence(declared):
+    before = positions_model(bounded=True, declared=declared)
     after = rewriter.optimize(before, level="basic").model
     assert "Concat" not in ops(after)  # the view's target [batch, Min(128, seq), 16] is x's shape
     for shape in ([2, 5, 16], [1, 128, 16], [0, 3, 16], [2, 0, 16]):
@@ -274,9 +347,10 @@ def test_a_length_the_model_bounds_by_a_broadcast_is_the_sequence():
         np.testing.assert_allclose(run(before, feeds)[0], run(after, feeds)[0], atol=1e-6)
 
 
+@pytest.mark.parametrize("declared", [True, False])
 @pytest.mark.parametrize("kind", ["unbounded", "dead"])
-def test_a_clamped_length_nothing_bounds_stays_computed(kind):
-    m = positions_model(bounded=kind == "dead", dead=kind == "dead")
+def test_a_clamped_length_nothing_bounds_stays_computed(kind, declared):
+    m = positions_model(bounded=kind == "dead", dead=kind == "dead", declared=declared)
     after = rewriter.optimize(m, level="basic").model
     assert "Concat" in ops(after)  # seq may be 200: the view is then to [batch, 128, 16]
 

@@ -157,9 +157,36 @@ def floor_divide(a: Poly, k: int) -> Poly:
             rest[monomial] = c
     if set(rest) <= {()}:  # (a number below k: floor 0)
         return out
+    nested = _nested_floor(rest, k)
+    if nested is not None:
+        return add(out, nested)
     inner = dim_of(rest)
     text = f"({inner})" if isinstance(inner, str) and not _PLAIN.fullmatch(inner) else str(inner)
     return add(out, {(f"({text}//{k})",): 1})
+
+
+_FLOOR_ATOM = re.compile(r"\((.+)//(\d+)\)")
+
+
+def _nested_floor(rest: Poly, k: int) -> Poly | None:
+    """floor((y//a + r) / k) as floor((y + r*a) / (a*k)) (both are floor((y + r*a) / a / k)
+    for integers and a, k > 0): a strided convolution after another names its length
+    ``(samples//10)``, not ``((samples//5)//2)``, as the exporter does.  None unless
+    ``rest`` is one floor atom plus a number."""
+    atoms = [m for m in rest if m]
+    if len(atoms) != 1 or len(atoms[0]) != 1 or rest[atoms[0]] != 1:
+        return None
+    found = _FLOOR_ATOM.fullmatch(atoms[0][0])
+    if found is None:
+        return None
+    a = int(found.group(2))
+    try:
+        y = poly_of(found.group(1))
+    except EvalFailure:
+        return None
+    if a <= 0 or a * k > 1 << 62 or floor_divide(y, a) != {atoms[0]: 1}:
+        return None  # (not the atom floor_divide writes for y // a)
+    return floor_divide(add(y, {(): rest.get((), 0) * a}), a * k)
 
 
 CLAMP = "Max(0, "  # the one atom an extremum that is not provable is written with
@@ -181,6 +208,10 @@ def extremum(a: Poly, b: Poly, largest: bool) -> Poly:
             return a if largest else b
         if all(k <= 0 for k in difference.values()):  # a <= b
             return b if largest else a
+    elif _nonnegative(difference, 0):  # (a clamped size: Min(128, seq) <= 128)
+        return a if largest else b
+    elif _nonnegative({m: -k for m, k in difference.items()}, 0):
+        return b if largest else a
     d = add(b, a, -1)  # Max(a, b) = a + Max(0, d)
     base = a
     leading = next((k for monomial, k in sorted(d.items()) if monomial), 0)
@@ -189,6 +220,47 @@ def extremum(a: Poly, b: Poly, largest: bool) -> Poly:
     inner = dim_of(d)
     highest = add(base, {(f"{CLAMP}{inner})",): 1})
     return highest if largest else add(add(a, b), highest, -1)
+
+
+def provably_nonnegative(d: int | str) -> bool:
+    """Whether a dim is >= 0 for all sizes: a polynomial with coefficients >= 0 over names
+    (sizes), ``Max(0, d)`` atoms and floors of such sums; ``r + Max(0, d)``, which is
+    ``Max(r, r + d)``, where r or r + d is; ``r - Max(0, d)``, which is ``Min(r, r - d)``
+    (``Min(512, seq)``), where both are."""
+    if isinstance(d, int):
+        return d >= 0
+    try:
+        return _nonnegative(poly_of(d), 0)
+    except EvalFailure:
+        return False
+
+
+def _nonnegative(poly: Poly, depth: int) -> bool:
+    if depth > 6:
+        return False
+    clamp = next((m for m, k in poly.items() if len(m) == 1 and m[0].startswith(CLAMP) and k in (1, -1)), None)
+    if clamp is None:
+        return all(k >= 0 for k in poly.values()) and all(
+            _nonnegative_atom(atom, depth) for monomial in poly for atom in monomial
+        )
+    rest = {m: k for m, k in poly.items() if m != clamp}
+    if not clamp[0].endswith(")"):
+        return False
+    inner = poly_of(clamp[0][len(CLAMP) : -1])
+    if poly[clamp] == 1:
+        return _nonnegative(rest, depth + 1) or _nonnegative(add(rest, inner), depth + 1)
+    return _nonnegative(rest, depth + 1) and _nonnegative(add(rest, inner, -1), depth + 1)
+
+
+def _nonnegative_atom(atom: str, depth: int) -> bool:
+    """A name is a size; a floor is >= 0 where what it divides is."""
+    found = _FLOOR_ATOM.fullmatch(atom)
+    if found is None:
+        return True
+    try:
+        return _nonnegative(poly_of(found.group(1)), depth + 1)
+    except EvalFailure:
+        return False
 
 
 def _clamped(a: int | str, b: int | str) -> tuple[str, Poly, int] | None:
@@ -250,8 +322,25 @@ def without_atoms(d: int | str, zero: frozenset[str] | set[str]) -> int | str:
         poly = poly_of(d)
     except EvalFailure:
         return d
-    kept = {m: k for m, k in poly.items() if not zero.intersection(m)}
+    kept = {m: k for m, k in poly.items() if not any(_vanishes(atom, zero) for atom in m)}
     return d if len(kept) == len(poly) else dim_of(kept)
+
+
+def _vanishes(atom: str, zero: frozenset[str] | set[str]) -> bool:
+    """An atom known to be 0, or ``Max(0, e)`` where some ``Max(0, d)`` known to be 0 has
+    d >= e (d <= 0 then e <= 0: ``past <= 127`` gives ``past <= 128``)."""
+    if atom in zero:
+        return True
+    if not atom.startswith(CLAMP) or not atom.endswith(")"):
+        return False
+    try:
+        e = poly_of(atom[len(CLAMP) : -1])
+        return any(
+            z.startswith(CLAMP) and z.endswith(")") and _nonnegative(add(poly_of(z[len(CLAMP) : -1]), e, -1), 0)
+            for z in zero
+        )
+    except EvalFailure:
+        return False
 
 
 class _NotAnExpression(Exception):

@@ -167,7 +167,7 @@ def _floor_divided(d: int | str, k: int | str) -> int | str:
     return algebra.dim_of(algebra.floor_divide(poly, k))
 
 
-def _extreme(largest: bool, a: int | str, b: int | str) -> int | str:
+def dim_extremum(largest: bool, a: int | str, b: int | str) -> int | str:
     """Max (largest) or Min of two dims (dim_algebra.extremum: the provably larger or
     smaller, else written with a ``Max(0, d)`` atom that a model's runs may settle)."""
     return algebra.dim_of(algebra.extremum(algebra.poly_of(a), algebra.poly_of(b), largest))
@@ -180,8 +180,8 @@ _ARITHMETIC: dict[str, tuple[int, Callable[..., int | str]]] = {
     "Mul": (2, _scaled),
     "Div": (2, _floor_divided),
     "Neg": (1, lambda a: _scaled(a, -1)),
-    "Min": (2, lambda a, b: _extreme(False, a, b)),
-    "Max": (2, lambda a, b: _extreme(True, a, b)),
+    "Min": (2, lambda a, b: dim_extremum(False, a, b)),
+    "Max": (2, lambda a, b: dim_extremum(True, a, b)),
 }
 
 

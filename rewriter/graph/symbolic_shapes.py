@@ -20,10 +20,11 @@ from functools import cached_property
 import numpy as np
 from onnx import NodeProto, TensorProto, TypeProto, ValueInfoProto, helper, numpy_helper
 
-from ..expr.dim_algebra import CLAMP, broadcast_result, vanishing_atom, without_atoms
+from ..expr.dim_algebra import CLAMP, broadcast_result, provably_nonnegative, vanishing_atom, without_atoms
 from ..expr.shape_values import (
     ShapeFacts,
     dim_difference,
+    dim_extremum,
     dim_floor_quotient,
     dim_product,
     dim_quotient,
@@ -200,11 +201,12 @@ def _range_length(facts: ShapeFacts, node: NodeProto) -> int | str | None:
 def _sliced_dims(facts: ShapeFacts, node: NodeProto, source: list | None, current: list | None) -> list | None:
     """A Slice's output dims.  The axes it does not cut keep the input's dims whatever its
     starts and ends (onnx's inference loses them all when those are computed, as TorchScript
-    slices a causal-mask buffer: ``bias[:, :, k - q:k, :k]``).  One axis cut from a start
-    that is a size (a number, or a dim read from a shape, as the dynamo exporter slices a
-    cache's new positions: ``x[:, past:]`` of ``past + 1``) to the end keeps ``dim - start``
-    elements when the difference is a number (or the start is 0), which proves the start
-    lies within the dim.  Steps 1 for that; None when nothing improves."""
+    slices a causal-mask buffer: ``bias[:, :, k - q:k, :k]``).  An axis cut with step 1
+    keeps ``clamp(end) - clamp(start)`` elements (``_slice_length``) where that is known to
+    be >= 0: the dynamo exporter slices a position table to the sequence,
+    ``position_ids[:, 0:seq]`` of a [1, 512] table, which keeps ``Min(512, seq)``; and a
+    cache's new positions, ``x[:, past:]`` of ``past + 1``, keep 1.  None when nothing
+    improves."""
     inputs = list(node.input) + [""] * (5 - len(node.input))
     if source is None or current is None or len(source) != len(current) or not all(inputs[1:3]):
         return None
@@ -215,46 +217,72 @@ def _sliced_dims(facts: ShapeFacts, node: NodeProto, source: list | None, curren
     if not all(-len(source) <= int(a) < len(source) for a in axes):
         return None
     cut = {int(a) % len(source) for a in axes}
+    if len(cut) != len(axes):
+        return None  # (an axis named twice: onnx refuses the model)
     dims = [d if _is_known(d) or i in cut else source[i] for i, d in enumerate(current)]
-    length = _cut_length(facts, inputs, source, axes)
-    if length is not None:
-        dims[int(axes[0]) % len(source)] = length
+    for axis, length in _cut_lengths(facts, inputs, source, axes).items():
+        if not _is_known(dims[axis]):
+            dims[axis] = length
     return dims if sum(map(_is_known, dims)) > sum(map(_is_known, current)) else None
 
 
-def _cut_length(facts: ShapeFacts, inputs: list[str], source: list, axes: np.ndarray) -> int | str | None:
-    """The length of the one axis a Slice cuts from a size to the end (see _sliced_dims)."""
-    steps = facts.constant(inputs[4]) if inputs[4] else None
-    ends = facts.constant(inputs[2])
-    if ends is None or (inputs[4] and (steps is None or np.any(steps != 1))):
-        return None
-    ends = np.atleast_1d(ends)
+def _cut_lengths(facts: ShapeFacts, inputs: list[str], source: list, axes: np.ndarray) -> dict[int, int | str]:
+    """axis -> the elements a Slice keeps along it, for the axes cut with step 1 whose
+    starts and ends ``dims()`` reads (see _sliced_dims)."""
     try:
-        starts = shape_values(facts, inputs[1])
+        starts, ends = shape_values(facts, inputs[1]), shape_values(facts, inputs[2])
     except EvalFailure:
-        return None
-    if len(axes) != 1 or len(starts) != 1 or len(ends) != 1:
-        return None
-    axis, start = int(axes[0]) % len(source), starts[0]
-    dim = source[axis]
-    if not _is_known(dim) or int(ends[0]) < (dim if isinstance(dim, int) else np.iinfo(np.int32).max):
-        return None  # (a symbolic dim is only surely covered by an INT_MAX-style end)
-    if not _nonnegative(start):
-        return None
-    try:
-        length = dim if start == 0 else dim_difference(dim, start)
-    except EvalFailure:
-        return None
-    if start != 0 and not (isinstance(length, int) and length >= 0):
-        return None
-    return length
+        return {}
+    steps = facts.constant(inputs[4]) if inputs[4] else np.ones(len(axes), np.int64)
+    if steps is None or not len(starts) == len(ends) == len(axes) == np.atleast_1d(steps).size:
+        return {}
+    lengths: dict[int, int | str] = {}
+    for a, start, end, step in zip(axes, starts, ends, np.atleast_1d(steps)):
+        axis = int(a) % len(source)
+        if int(step) == 1 and _is_known(source[axis]):
+            length = slice_length(source[axis], start, end)
+            if length is not None:
+                lengths[axis] = length
+    return lengths
 
 
-def _nonnegative(d: int | str) -> bool:
-    """A number >= 0, or a sum of named sizes (each >= 0) plus a number >= 0."""
-    if isinstance(d, int):
-        return d >= 0
-    return not d.startswith("?") and all(not t.startswith("-") and "*" not in t for t in d.split(" + "))
+def slice_length(dim: int | str, start: int | str, end: int | str) -> int | str | None:
+    """``clamp(end) - clamp(start)`` (ONNX Slice, step 1: an index clamped to [0, dim], a
+    negative number counting from the end) when it is provably >= 0: a number >= 0, a sum
+    of sizes, or an end clamped from a start of 0 (``Min(512, seq)``); None otherwise."""
+    low, high = _clamped_index(dim, start), _clamped_index(dim, end)
+    if low is None or high is None:
+        return None
+    if low == 0:
+        return high
+    try:
+        length = dim_difference(high, low)
+    except EvalFailure:
+        return None
+    if isinstance(length, int):
+        return max(length, 0)
+    return length if provably_nonnegative(length) else None
+
+
+_TO_THE_END = np.iinfo(np.int32).max  # an end at least this covers any symbolic dim
+
+
+def _clamped_index(dim: int | str, index: int | str) -> int | str | None:
+    """A Slice start or end clamped to [0, dim]; None where the clamp cannot be written
+    (a negative index into a symbolic dim, a computed index that may be negative)."""
+    if isinstance(index, int):
+        if isinstance(dim, int):
+            return min(max(index + dim if index < 0 else index, 0), dim)
+        if index < 0:
+            return None
+        if index >= _TO_THE_END:
+            return dim
+    elif not provably_nonnegative(index):
+        return None
+    try:
+        return dim_extremum(False, index, dim)
+    except EvalFailure:
+        return None
 
 
 def _broadcast_type(node: NodeProto, types: dict[str, TypeProto]) -> TypeProto | None:
