@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from onnx import TensorProto, helper
 
 import rewriter
 from rewriter.dsl import parse_pack
@@ -388,3 +389,29 @@ def test_a_rewrite_that_changes_a_run_time_mask_of_minus_infinity_is_caught(tmp_
     )
     verdict = only_verdict(verify_text(text, tmp_path, examples=30))
     assert verdict.verdict == "FAIL" and "NaN" in verdict.message, verdict.message
+
+
+def test_empty_inputs_zero_every_symbolic_dim_then_each_alone():
+    """An empty batch of some tokens is not an empty batch of none: onnxruntime kernels
+    check one against the other (RotaryEmbedding's cache rows against the tokens)."""
+    from rewriter.verify.compare import empty_feeds
+
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "S", 4]),
+            helper.make_tensor_value_info("p", TensorProto.INT64, ["B", "S"]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", "S", 4])],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    shapes = {"x": [2, 3, 4], "p": [2, 3]}
+    assert [{k: v.shape for k, v in f.items()} for f in empty_feeds(m, shapes)] == [
+        {"x": (0, 0, 4), "p": (0, 0)},
+        {"x": (0, 3, 4), "p": (0, 3)},
+        {"x": (2, 0, 4), "p": (2, 0)},
+    ]
+    assert len(empty_feeds(m)) == 1  # without the draw's sizes: every dim 0 only
+    static = helper.make_graph(graph.node, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])], [])
+    assert empty_feeds(helper.make_model(static)) == []

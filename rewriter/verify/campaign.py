@@ -119,31 +119,32 @@ def verify_provider(rule, pack) -> str:
 def _empty_inputs_problem(
     instance: Instance, after: onnx.ModelProto, running: Path, rule_name: str, reproduce: str
 ) -> str | None:
-    """With dynamic axes, the draw once more with every symbolic dim 0: where the original
-    gives an empty result, the rewritten model must give the same shapes, not fail (or crash:
-    the parent finds the draw that killed the process)."""
-    empty = empty_feeds(instance.model)
-    if empty is None:
-        return None
-    try:
-        expected = run_model(instance.model, empty)
-    except Exception:  # the original refuses empty inputs itself: nothing to keep
-        return None
-    write_artifacts(
-        running,
-        instance.model,
-        after,
-        empty,
-        describe(instance.model, empty, instance.draws, CRASHED_EMPTY, rule_name, reproduce, values=False),
-    )
-    try:
-        got = run_model(after, empty)
-    except Exception as error:
-        reason = str(error).splitlines()[0][:200]
-        return (
-            f"on empty inputs (dynamic dims 0) the original gives an empty result, the rewritten model fails: {reason}"
+    """With dynamic axes, the draw once more with every symbolic dim 0, then with each alone
+    (compare.empty_feeds): where the original gives an empty result, the rewritten model
+    must give the same shapes, not fail (or crash: the parent finds the draw that killed the
+    process)."""
+    for empty in empty_feeds(instance.model, instance.input_shapes):
+        try:
+            expected = run_model(instance.model, empty)
+        except Exception:  # the original refuses these inputs itself: nothing to keep
+            continue
+        write_artifacts(
+            running,
+            instance.model,
+            after,
+            empty,
+            describe(instance.model, empty, instance.draws, CRASHED_EMPTY, rule_name, reproduce, values=False),
         )
-    return empty_result_problem(expected, got)
+        sizes = {name: list(value.shape) for name, value in empty.items()}
+        try:
+            got = run_model(after, empty)
+        except Exception as error:
+            reason = str(error).splitlines()[0][:200]
+            return f"on empty inputs {sizes} the original gives an empty result, the rewritten model fails: {reason}"
+        problem = empty_result_problem(expected, got)
+        if problem is not None:
+            return problem
+    return None
 
 
 def _fail_if(problem: str | None) -> None:

@@ -70,20 +70,38 @@ def with_special(array: np.ndarray, value: float, where: str, rng: np.random.Gen
     return array
 
 
-def empty_feeds(model: onnx.ModelProto) -> dict[str, np.ndarray] | None:
-    """Inputs with every symbolic dim 0 (an empty batch, no tokens), or None when no input
-    has one.  A rewrite must not fail or crash where the original gives an empty result
-    (onnxruntime's GroupQueryAttention divides by the batch size)."""
+def empty_feeds(model: onnx.ModelProto, shapes: dict[str, list[int]] | None = None) -> list[dict[str, np.ndarray]]:
+    """Inputs with every symbolic dim 0 (an empty batch, no tokens), then, given the run-time
+    ``shapes`` of the inputs, with each symbolic dim 0 alone (an empty batch of some tokens:
+    onnxruntime's RotaryEmbedding refuses a cache of fewer rows than the tokens); none when
+    no input has a symbolic dim.  A rewrite must not fail or crash where the original gives
+    an empty result (onnxruntime's GroupQueryAttention divides by the batch size)."""
     initializers = {t.name for t in model.graph.initializer}
-    feeds, symbolic = {}, False
-    for vi in model.graph.input:
-        if vi.name in initializers:
-            continue
-        tensor = vi.type.tensor_type
-        dims = [d.dim_value if d.HasField("dim_value") else 0 for d in tensor.shape.dim]
-        symbolic |= any(not d.HasField("dim_value") for d in tensor.shape.dim)
-        feeds[vi.name] = np.zeros(dims, helper.tensor_dtype_to_np_dtype(tensor.elem_type))
-    return feeds if symbolic else None
+    inputs = [vi for vi in model.graph.input if vi.name not in initializers]
+    names = [d.dim_param for vi in inputs for d in vi.type.tensor_type.shape.dim if not d.HasField("dim_value")]
+    if not names:
+        return []
+    chosen: list[set[str] | None] = [None]  # None: every symbolic dim
+    if shapes:
+        chosen += [{name} for name in dict.fromkeys(names) if name]
+
+    def feeds(zero: set[str] | None) -> dict[str, np.ndarray]:
+        out = {}
+        for vi in inputs:
+            tensor = vi.type.tensor_type
+            drawn = shapes.get(vi.name) if shapes else None
+            dims = []
+            for axis, d in enumerate(tensor.shape.dim):
+                if d.HasField("dim_value"):
+                    dims.append(d.dim_value)
+                elif zero is None or d.dim_param in zero or drawn is None or axis >= len(drawn):
+                    dims.append(0)
+                else:
+                    dims.append(int(drawn[axis]))
+            out[vi.name] = np.zeros(dims, helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+        return out
+
+    return [feeds(zero) for zero in chosen]
 
 
 def empty_result_problem(before: dict[str, np.ndarray], after: dict[str, np.ndarray]) -> str | None:
