@@ -222,6 +222,16 @@ def extremum(a: Poly, b: Poly, largest: bool) -> Poly:
     return highest if largest else add(add(a, b), highest, -1)
 
 
+def _clamp_inner(atom: str) -> Poly | None:
+    """d of an atom ``Max(0, d)``; None for another atom (or a d that names an unknown)."""
+    if not atom.startswith(CLAMP) or not atom.endswith(")"):
+        return None
+    try:
+        return poly_of(atom[len(CLAMP) : -1])
+    except EvalFailure:
+        return None
+
+
 def provably_nonnegative(d: int | str) -> bool:
     """Whether a dim is >= 0 for all sizes: a polynomial with coefficients >= 0 over names
     (sizes), ``Max(0, d)`` atoms and floors of such sums; ``r + Max(0, d)``, which is
@@ -244,9 +254,9 @@ def _nonnegative(poly: Poly, depth: int) -> bool:
             _nonnegative_atom(atom, depth) for monomial in poly for atom in monomial
         )
     rest = {m: k for m, k in poly.items() if m != clamp}
-    if not clamp[0].endswith(")"):
+    inner = _clamp_inner(clamp[0])
+    if inner is None:
         return False
-    inner = poly_of(clamp[0][len(CLAMP) : -1])
     if poly[clamp] == 1:
         return _nonnegative(rest, depth + 1) or _nonnegative(add(rest, inner), depth + 1)
     return _nonnegative(rest, depth + 1) and _nonnegative(add(rest, inner, -1), depth + 1)
@@ -274,13 +284,10 @@ def _clamped(a: int | str, b: int | str) -> tuple[str, Poly, int] | None:
     if len(difference) != 1:
         return None
     ((monomial, k),) = difference.items()
-    if len(monomial) != 1 or k not in (1, -1) or not monomial[0].startswith(CLAMP):
+    d = _clamp_inner(monomial[0]) if len(monomial) == 1 and k in (1, -1) else None
+    if d is None:
         return None
     larger = pa if k == 1 else pb
-    try:
-        d = poly_of(monomial[0][len(CLAMP) : -1])
-    except EvalFailure:
-        return None
     rest = add(larger, d, -1)
     if set(rest) - {()}:
         return None
@@ -331,16 +338,11 @@ def _vanishes(atom: str, zero: frozenset[str] | set[str]) -> bool:
     d >= e (d <= 0 then e <= 0: ``past <= 127`` gives ``past <= 128``)."""
     if atom in zero:
         return True
-    if not atom.startswith(CLAMP) or not atom.endswith(")"):
+    e = _clamp_inner(atom)
+    if e is None:
         return False
-    try:
-        e = poly_of(atom[len(CLAMP) : -1])
-        return any(
-            z.startswith(CLAMP) and z.endswith(")") and _nonnegative(add(poly_of(z[len(CLAMP) : -1]), e, -1), 0)
-            for z in zero
-        )
-    except EvalFailure:
-        return False
+    known = (_clamp_inner(z) for z in zero)
+    return any(d is not None and _nonnegative(add(d, e, -1), 0) for d in known)
 
 
 class _NotAnExpression(Exception):

@@ -202,7 +202,7 @@ def _sliced_dims(facts: ShapeFacts, node: NodeProto, source: list | None, curren
     """A Slice's output dims.  The axes it does not cut keep the input's dims whatever its
     starts and ends (onnx's inference loses them all when those are computed, as TorchScript
     slices a causal-mask buffer: ``bias[:, :, k - q:k, :k]``).  An axis cut with step 1
-    keeps ``clamp(end) - clamp(start)`` elements (``_slice_length``) where that is known to
+    keeps ``clamp(end) - clamp(start)`` elements (``slice_length``) where that is known to
     be >= 0: the dynamo exporter slices a position table to the sequence,
     ``position_ids[:, 0:seq]`` of a [1, 512] table, which keeps ``Min(512, seq)``; and a
     cache's new positions, ``x[:, past:]`` of ``past + 1``, keep 1.  None when nothing
