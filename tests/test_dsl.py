@@ -205,3 +205,23 @@ def test_kept_context_stays_for_its_other_readers():
 def test_alternatives_cannot_nest_calls():
     error = parse_error("pack p level 1\nrule R {\n y = Div(x, r) | Mul(x, Reciprocal(r))\n =>\n y = x\n}\n")
     assert "alternative cannot nest" in str(error) and error.line == 3
+
+
+@pytest.mark.parametrize(
+    "value, ok",
+    [
+        ("shape(x)", True),
+        ("concat([shape(x)[0:1], [2, 3], shape(x)[-1:]])", True),
+        ("concat([shape(x)[0:1], shape(q)[0:1]])", False),  # q is not the pattern's
+        ("concat([shape(x)[0:1], shape(s)[0:1]])", False),  # two tensors' shapes
+        ("concat([shape(x)[0], [2]])", False),  # an index, not a slice
+        ("concat([shape(x)[0:n], [2]])", False),  # bounds are numbers
+        ("concat([[2, 3], [4]])", True),  # no shape: a constant
+    ],
+)
+def test_an_example_target_reads_one_tensors_shape_whole_or_in_pieces(value, ok):
+    text = HEADER + f"rule R {{ y = Reshape(x, s) example x: [N, 6, S], s = {value} => y = x }}"
+    if ok:
+        load_pack_text(text, "my.rules")
+    else:
+        assert "an example shape(...) takes one tensor of the pattern" in parse_error(text).message

@@ -18,6 +18,7 @@ from ..expr.dtypes import DTYPES
 from ..expr.functions import CONSTANTS, FUNCTIONS
 from ..onnx_facts.schemas import OpInfo, known_domains, normalize_domain, onnx_op_names, op_signature
 from . import ast as A
+from .shape_examples import mentions_shape, shape_example
 from .static_values import Static, matmul_problem, static_of
 from .unparse import show
 from .wellformed import BUILTIN_PASSES  # (`builtin NAME`; ``passes.BUILTINS`` implements exactly these)
@@ -246,11 +247,15 @@ class _Checker:
                 self.error(f"example for '{example.name}', which the pattern does not bind", example.pos)
             if example.dtype is not None and example.dtype not in DTYPES:
                 self.error(f"unknown element type '{example.dtype}'", example.pos)
-            if isinstance(example.value, A.Call) and example.value.func == "shape":
-                # `s = shape(x)`: s is drawn as Shape(x), x with symbolic dims
-                args = example.value.args
-                if len(args) != 1 or not isinstance(args[0], A.Name) or args[0].id not in scope.tensors:
-                    self.error("an example shape(...) takes one tensor of the pattern", example.pos)
+            if mentions_shape(example.value):
+                # `s = shape(x)` (or pieces of it): s is drawn from Shape(x), x with symbolic dims
+                found = shape_example(example.value)
+                if found is None or found.tensor not in scope.tensors:
+                    self.error(
+                        "an example shape(...) takes one tensor of the pattern, whole or as "
+                        "concat([shape(x)[i:j], [numbers], ...])",
+                        example.pos,
+                    )
             elif example.value is not None:
                 self.check_expr(example.value, _Scope())
         self.check_replacement(rule, scope)

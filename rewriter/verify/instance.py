@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, TypeProto, helper, numpy_helper, shape_inference
 
 from ..dsl import ast as A
+from ..dsl.shape_examples import ShapeExample, shape_example
 from ..expr.dtypes import DTYPES
 from ..expr.evaluate import evaluate
 from ..expr.values import EvalFailure, GraphFacts
@@ -510,34 +511,56 @@ class _Builder:
                 self.draws.append(f"{value_name} = Identity({graph_input})")
         return value_name
 
-    def _computed_shape(self, name: str, of: str) -> str:
-        """``Shape(of)``; as the shape-off near miss, its dims in another order (a Gather
-        of the Shape, which a rule's ``dims()`` reads as well): a target that names the
-        same sizes elsewhere, which a rule about a tensor's own shape must refuse."""
+    def _computed_shape(self, name: str, of: str, found: ShapeExample) -> str:
+        """``Shape(of)``, or the example's pieces of it and numbers joined (a view target
+        that splits a dim); as the shape-off near miss, its dims in another order first (a
+        Gather of the Shape, which a rule's ``dims()`` reads as well): a target that names
+        the same sizes elsewhere, which a rule about a tensor's own shape must refuse."""
         value = self.fresh(name)
         known = self.concrete.get(of)
         rank = len(known.tensor_type.shape.dim) if known is not None else 0
         order = list(range(rank))
         if self.near_miss == "shape-off" and rank > 1:
             order = permutation(self.draw, order, label="shape off")
-        whole = value if order == list(range(rank)) else self.fresh(f"{name}_all")
-        self.nodes.append(helper.make_node("Shape", [of], [whole], name=f"n{len(self.nodes)}"))
+        shape = value if found.whole else self.fresh(f"{name}_shape")
+        whole = shape if order == list(range(rank)) else self.fresh(f"{name}_all")
+        self._add_node("Shape", [of], whole, f"{whole} = Shape({of})")
+        if whole != shape:
+            indices = self._int64_constant(f"{name}_order", order)
+            self._add_node("Gather", [whole, indices], shape, f"{shape} = Gather({whole}, {order})", axis=0)
+        if found.whole:
+            return value
+        parts = []
+        for kind, piece in found.pieces:
+            part = self.fresh(f"{name}_part")
+            if kind == "numbers":
+                parts.append(self._int64_constant(f"{name}_part", list(piece)))
+                continue
+            start, end = piece
+            end = np.iinfo(np.int64).max if end is None else end
+            bounds = [self._int64_constant(f"{name}_at", [v]) for v in (start or 0, end)]
+            self._add_node("Slice", [shape, *bounds], part, f"{part} = {shape}[{start}:{piece[1]}]")
+            parts.append(part)
+        self._add_node("Concat", parts, value, f"{value} = Concat({', '.join(parts)})", axis=0)
+        return value
+
+    def _add_node(self, op: str, inputs: list[str], output: str, draw: str, **attrs) -> None:
+        self.nodes.append(helper.make_node(op, inputs, [output], name=f"n{len(self.nodes)}", **attrs))
         self.infer(self.nodes[-1])
-        self.draws.append(f"{whole} = Shape({of})")
-        if whole != value:
-            indices = self.fresh(f"{name}_order")
-            self.inits.append(numpy_helper.from_array(np.array(order, np.int64), indices))
-            self.types[indices] = self.concrete[indices] = helper.make_tensor_type_proto(TensorProto.INT64, [rank])
-            self.nodes.append(helper.make_node("Gather", [whole, indices], [value], name=f"n{len(self.nodes)}", axis=0))
-            self.infer(self.nodes[-1])
-            self.draws.append(f"{value} = Gather({whole}, {order})")
+        self.draws.append(draw)
+
+    def _int64_constant(self, name: str, values: list[int]) -> str:
+        value = self.fresh(name)
+        self.inits.append(numpy_helper.from_array(np.array(values, np.int64), value))
+        self.types[value] = self.concrete[value] = helper.make_tensor_type_proto(TensorProto.INT64, [len(values)])
         return value
 
     def free_input(self, name: str | None, ctx: NodeContext, slot: int) -> str:
         hint = self.hints.get(name) if name else None
-        shape_of = self._shape_hint(hint)
-        if shape_of is not None and name:  # `example s = shape(x)`: computed at run time from x
-            return self._computed_shape(name, shape_of)
+        found = shape_example(hint.value) if hint is not None else None
+        shape_of = self.values.get(found.tensor) if found is not None else None
+        if found is not None and shape_of is not None and name:  # `example s = shape(x)`: at run time
+            return self._computed_shape(name, shape_of, found)
         if hint is not None and hint.value is not None and self.vary_hinted and name in self.vary_names:
             self.hinted_varied()  # the hinted value replaced by one op knowledge draws
             hint = None
@@ -650,26 +673,11 @@ class _Builder:
             return broadcast_partner(self.draw, list(other[1]))
         return dims
 
-    def _shape_hint(self, hint) -> str | None:
-        """The graph value a hint ``s = shape(x)`` reads, once x is drawn."""
-        if hint is None or not isinstance(hint.value, A.Call) or hint.value.func != "shape":
-            return None
-        args = hint.value.args
-        if len(args) != 1 or not isinstance(args[0], A.Name):
-            return None
-        return self.values.get(args[0].id)
-
     def _dynamic_inputs(self) -> set[str]:
         """Inputs an example reads the shape of: declared with their symbolic dims, so
         the shape stays unknown until run time (dynamic axes)."""
-        return {
-            h.value.args[0].id
-            for h in self.hints.values()
-            if isinstance(h.value, A.Call)
-            and h.value.func == "shape"
-            and h.value.args
-            and isinstance(h.value.args[0], A.Name)
-        }
+        found = (shape_example(h.value) for h in self.hints.values())
+        return {f.tensor for f in found if f is not None}
 
     def approximately(self, lit: A.Literal) -> float:
         """A number ``~lit`` matches (off by up to a third of the tolerance), or now and
