@@ -842,6 +842,48 @@ def test_a_computed_reshape_target_of_own_dims_becomes_constant():
     assert after is not None
 
 
+def split_heads_view(middle: list[int], seq_last: bool = True):
+    """SqueezeBERT's view of a channels-first [batch, 64, seq] to [batch, 4, 16, seq], its
+    target computed from x's shape: Concat(batch, middle, seq) (without seq_last, the
+    numbers end it)."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+        helper.make_node("Gather", ["s", "two"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "axes"], ["ub"]),
+        helper.make_node("Unsqueeze", ["n", "axes"], ["un"]),
+        helper.make_node("Concat", ["ub", "middle", "un"] if seq_last else ["ub", "middle"], ["t"], axis=0),
+        helper.make_node("Reshape", ["x", "t"], ["y"]),
+    ]
+    inits = [
+        init("zero", np.array(0, np.int64)),
+        init("two", np.array(2, np.int64)),
+        init("axes", np.array([0], np.int64)),
+        init("middle", np.array(middle, np.int64)),
+    ]
+    out = [tensor("y", F, [f"y{i}" for i in range(len(middle) + 1 + seq_last)])]
+    return model(nodes, [tensor("x", F, ["batch", 64, "seq"])], out, inits)
+
+
+def test_a_computed_view_that_splits_a_dim_folds_to_copies_of_an_unsqueezed_input():
+    before = split_heads_view([4, 16])
+    after = check(before, "ReshapeComputedTargetUnsqueezedFolding", True)
+    assert ops(after) == {"Unsqueeze": 1, "Reshape": 1}
+    target = onnx.numpy_helper.to_array(next(i for i in after.graph.initializer if i.dims == [4]))
+    assert list(target) == [0, 4, 16, 0]  # copies, no -1: onnxruntime's [0, 4, 16, -1] fails on
+    feeds = {"x": np.zeros((0, 64, 5), np.float32)}  # an empty batch where this runs
+    assert [y.shape for y in run(after, feeds)] == [y.shape for y in run(before, feeds)] == [(0, 4, 16, 5)]
+    # (no tokens: the computed target [2, 4, 16, 0] copies a fourth dim x lacks, and the
+    # original fails; the folded view gives the empty result)
+    assert [y.shape for y in run(after, {"x": np.zeros((2, 64, 0), np.float32)})] == [(2, 4, 16, 0)]
+
+
+def test_a_copy_from_the_last_place_on_is_not_moved_by_the_unsqueeze():
+    """[batch, 2, 0, 32]: the 0 copies x's last dim (seq) in place 2; after the Unsqueeze
+    place 2 holds a 1.  The rule must leave it."""
+    check(split_heads_view([2, 0, 32], seq_last=False), "ReshapeComputedTargetUnsqueezedFolding", False)
+
+
 def reshape_of(target, shape, allowzero=None, opset=17):
     """Reshape(x, target) then Relu, for x of a (partly symbolic) shape."""
     attrs = {} if allowzero is None else {"allowzero": allowzero}
@@ -1160,3 +1202,15 @@ def test_a_dim_read_through_a_transpose_and_a_copying_reshape_is_read_from_their
     x = np.random.default_rng(0).standard_normal((2, 5, 32)).astype(np.float32)
     for a, b in zip(run(before, {"x": x}), run(after, {"x": x})):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(("shape", "applies"), [(["batch", 4, 16], True), (["batch", 4, "seq"], False)])
+def test_an_unsqueeze_before_a_view_goes_when_the_view_reads_only_x_s_own_places(shape, applies):
+    """[batch, 4, 16] unsqueezed at 2 and viewed to [0, 2, 2, 0]: [batch, 2, 2, 16], which
+    is x viewed to [0, 2, 2, 16]; with seq last, the view's last dim is not x's dim 3."""
+    nodes = [helper.make_node("Unsqueeze", ["x", "a"], ["u"]), helper.make_node("Reshape", ["u", "c"], ["y"])]
+    inits = [init("a", np.array([2], np.int64)), init("c", np.array([0, 2, 2, 0], np.int64))]
+    before = model(nodes, [tensor("x", F, shape)], [tensor("y", F, ["b", 2, 2, "d"])], inits)
+    after = check(before, "UnsqueezeReshapeFolding", applies)
+    if applies:
+        assert ops(after) == {"Reshape": 1}
