@@ -920,9 +920,16 @@ def test_half_split_rotary_of_angles_per_batch_item_reads_flat_positions(heads_l
     """position_ids given as an input (optimum's exports): angles [batch, seq, 4] differ per
     item; the caches hold batch*seq rows and each item reads its own (positions b*S + s,
     computed at run time).  The feeds draw f per item, so a cache read from item 0 fails."""
-    after = check(computed_rotary(heads_last, "batch", halves), rule, True)
+    before = computed_rotary(heads_last, "batch", halves)
+    after = check(before, rule, True)
     (rotary,) = [node for node in after.graph.node if node.op_type == "RotaryEmbedding"]
     assert {"Range", "Size"} <= set(ops(after))  # the positions, computed
+    # an empty batch of some tokens, and the reverse: the positions' view names no -1, the
+    # caches keep at least seq rows (the kernel refuses fewer rows than tokens)
+    for batch, seq in ((0, 3), (2, 0), (0, 0)):
+        q = (batch, seq, 2, 8) if heads_last else (batch, 2, seq, 8)
+        feeds = {"q": np.zeros(q, np.float32), "f": np.zeros((batch, seq, 4), np.float32)}
+        assert [y.shape for y in run(after, feeds)] == [y.shape for y in run(before, feeds)]
     # angles of one item (a leading 1 where q has more): the batch-1 forms, positions from 0
     one = check(computed_rotary(heads_last, 1, halves), rule, False)
     assert "Range" not in ops(one)

@@ -377,6 +377,20 @@ def test_a_rewrite_that_fails_on_an_empty_batch_is_caught(tmp_path):
     assert verdict.verdict == "FAIL" and "empty" in verdict.message, verdict.message
 
 
+def test_dynamic_axes_keep_the_sizes_an_example_gives_as_numbers(tmp_path):
+    """Exporters declare batch and sequence symbolic and the head size a number.  A rule
+    that needs the width known (the rotary fusions need the head size) applies only to
+    draws declared so: with dynamic axes an example's symbols are declared symbolic and its
+    numbers known, or the empty-batch run would never meet such a rule (the per-batch
+    rotary's [B, -1] view of its positions passed every campaign that way)."""
+    text = HEADER + (
+        "rule ReluRowsKnownWidth root y {\n  y = Relu(Relu(x))\n  where rank(x) == 2 and int(shape(x)[1] ?? 0) > 1\n"
+        "  example x: [B, 4]\n  =>\n  y = Reshape(Relu(x), array([0, -1], int64))\n}"
+    )
+    verdict = only_verdict(verify_text(text, tmp_path, examples=20, strata=["dynamic axes"]))
+    assert verdict.verdict == "FAIL" and "empty" in verdict.message, verdict.message
+
+
 def test_a_rewrite_that_changes_a_run_time_mask_of_minus_infinity_is_caught(tmp_path):
     """A mask that arrives at run time (a graph input added to the scores a Softmax reads)
     holds -inf, NaN and extreme values now and then, as a constant mask does: clamping it

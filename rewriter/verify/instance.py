@@ -578,13 +578,20 @@ class _Builder:
             return self.add_value(name, Spec(0, list(array.shape), self._maybe_special(name, array)), True)
         if hint is not None and hint.dims is not None:
             dtype = DTYPES[hint.dtype] if hint.dtype else ctx.dtype
-            dims = self._dims(hint.dims)
+            dims, names = self._dims(hint.dims), list(hint.dims)
             if self.near_miss == "shape-off" and len(dims) > 1:  # the hint's dims, moved around
-                dims = list(permutation(self.draw, dims, label="shape off"))
-            dynamic = name in self._dynamic_inputs()
-            if not dynamic and name:
+                order = permutation(self.draw, range(len(dims)), label="shape off")
+                dims, names = [dims[i] for i in order], [names[i] for i in order]
+            # declared as the example names its dims: an input whose shape the example reads,
+            # or with dynamic axes an example that names some (its symbols unknown until run
+            # time, its numbers known: batch and sequence dynamic, heads and head size not,
+            # as exporters declare them; so rules that need the head size apply there too)
+            named = name in self._dynamic_inputs() or (
+                self.dynamic and not self.unrelated_dims and any(isinstance(d, str) for d in names)
+            )
+            if not named and name:
                 dims = self._vary_hinted(name, self._ones_off(name, dims), ctx, slot)
-            spec = Spec(dtype, dims, dim_names=list(hint.dims) if dynamic else None)
+            spec = Spec(dtype, dims, dim_names=names if named else None)
         else:
             spec = schema_typed(input_spec(self.draw, ctx, slot), ctx, slot)
             wanted = self.hinted_rank(name)
