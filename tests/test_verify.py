@@ -321,10 +321,12 @@ def test_an_unverified_rule_names_the_constraint_that_rejected_the_draws(tmp_pat
     assert "where `rank(x) == 99`" in verdict.message and "example" in verdict.message
 
 
-def test_a_rewrite_that_crashes_onnxruntime_fails_with_the_draw_that_crashed(tmp_path):
+@pytest.mark.parametrize("jobs, isolated", [(2, False), (1, True)])
+def test_a_rewrite_that_crashes_onnxruntime_fails_with_the_draw_that_crashed(tmp_path, jobs, isolated):
     """The nchwc pools divide by zero on an empty output: a rule that forgets so kills the
     worker running it; the rule fails with that draw as its counterexample, the others
-    are still verified."""
+    are still verified.  One job isolated (``rewriter verify -j 1``) runs in a worker too:
+    the crash must not end the command with nothing said."""
     from rewriter.verify.campaign import CRASHED
 
     crashing = (
@@ -344,7 +346,7 @@ def test_a_rewrite_that_crashes_onnxruntime_fails_with_the_draw_that_crashed(tmp
 
     if nchwc_block_size() is None:
         pytest.skip("no NCHWc layout on this machine")
-    report = verify_text(crashing, tmp_path, examples=10, level=3, jobs=2)
+    report = verify_text(crashing, tmp_path, examples=10, level=3, jobs=jobs, isolated=isolated)
     crashed, fine = report.verdicts
     assert crashed.verdict == "FAIL" and crashed.message == CRASHED
     assert (crashed.artifacts / "after.onnx").exists()
@@ -429,3 +431,27 @@ def test_empty_inputs_zero_every_symbolic_dim_then_each_alone():
     assert len(empty_feeds(m)) == 1  # without the draw's sizes: every dim 0 only
     static = helper.make_graph(graph.node, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])], [])
     assert empty_feeds(helper.make_model(static)) == []
+
+
+def test_empty_inputs_keep_a_hidden_size_named_symbolically():
+    """A dim named only as the last axis of an input of rank 3 or more (a hidden or head
+    size) keeps its size: onnxruntime's MultiHeadAttention kills the process on a head size
+    of 0, the original model as well as the rewrite.  A name also found elsewhere (a
+    sequence that is a mask's last axis) is emptied."""
+    from rewriter.verify.compare import empty_feeds
+
+    inputs = [
+        helper.make_tensor_value_info("q", TensorProto.FLOAT, ["B", "S", "H"]),
+        helper.make_tensor_value_info("mask", TensorProto.INT64, ["B", "T"]),
+        helper.make_tensor_value_info("k", TensorProto.FLOAT, ["B", "T", "H"]),
+    ]
+    graph = helper.make_graph([helper.make_node("Identity", ["q"], ["y"])], "g", inputs, [])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    shapes = {"q": [2, 3, 8], "mask": [2, 5], "k": [2, 5, 8]}
+    assert [{k: v.shape for k, v in f.items()} for f in empty_feeds(m, shapes)] == [
+        {"q": (0, 0, 8), "mask": (0, 0), "k": (0, 0, 8)},
+        {"q": (0, 3, 8), "mask": (0, 5), "k": (0, 5, 8)},
+        {"q": (2, 0, 8), "mask": (2, 5), "k": (2, 5, 8)},
+        {"q": (2, 3, 8), "mask": (2, 0), "k": (2, 0, 8)},
+    ]
+    assert [f["q"].shape for f in empty_feeds(m)] == [(0, 0, 1)]  # without the draw's sizes: 1

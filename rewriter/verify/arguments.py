@@ -8,7 +8,7 @@ import os
 from ..errors import RewriterError, expect
 
 
-def check_arguments(paths, rule, examples, seed, out, jobs=None, strata=None) -> None:
+def check_arguments(paths, rule, examples, seed, out, jobs=None, strata=None, isolated=False) -> None:
     if paths is not None:
         expect(paths, (list, tuple), "verify()'s paths (a list of files or directories)")
         for item in paths:
@@ -21,6 +21,7 @@ def check_arguments(paths, rule, examples, seed, out, jobs=None, strata=None) ->
         expect(jobs, int, "verify()'s jobs")
         if jobs < 1:
             raise RewriterError(f"verify()'s jobs must be at least 1, not {jobs}")
+    expect(isolated, bool, "verify()'s isolated")
     expect(examples, int, "verify()'s examples")
     if examples < 1:
         raise RewriterError(f"verify()'s examples must be at least 1, not {examples}")

@@ -61,7 +61,7 @@ SHRINK_ATTEMPTS = 150  # new instances tried while shrinking a failure, then the
 DIAGNOSED_DRAWS = 12  # draws the engine left alone whose reason is looked for
 RUNNING = ".running"  # OUT/PACK/RULE/.running: the rewritten draw being run right now
 CRASHED = "onnxruntime crashed the process running the rewritten model"
-CRASHED_ORIGINAL = "onnxruntime crashed the process running a drawn instance itself, before any rewrite"
+CRASHED_ORIGINAL = "onnxruntime crashed the process running a drawn instance itself (the original model, not a rewrite)"
 CRASHED_EMPTY = "onnxruntime crashed the process running the rewritten model on empty inputs (dynamic dims 0)"
 
 
@@ -124,6 +124,15 @@ def _empty_inputs_problem(
     must give the same shapes, not fail (or crash: the parent finds the draw that killed the
     process)."""
     for empty in empty_feeds(instance.model, instance.input_shapes):
+        # if onnxruntime kills the process running the original, the parent finds that
+        # draw, and the instance's fault, not the rule's (no after.onnx beside it)
+        write_artifacts(
+            running,
+            instance.model,
+            None,
+            empty,
+            describe(instance.model, empty, instance.draws, CRASHED_ORIGINAL, rule_name, reproduce, values=False),
+        )
         try:
             expected = run_model(instance.model, empty)
         except Exception:  # the original refuses these inputs itself: nothing to keep
@@ -486,15 +495,18 @@ def verify(
     budget_seconds: float = BUDGET_SECONDS,
     shrink_attempts: int = SHRINK_ATTEMPTS,
     strata: Iterable[str] | None = None,
+    isolated: bool = False,
 ) -> VerifyReport:
     """Verify every rule of the given packs (or only the named ``rule``s); see the module
     docstring.  ``jobs``: worker processes (default: every core; 1 runs in this process, and
     so does every campaign while predicates registered from Python exist: a worker process
-    would not have them).
+    would not have them).  ``isolated``: worker processes even for one job, so that
+    onnxruntime killing the process running a draw fails that rule with the draw, not the
+    whole campaign (the command line's choice; in this process is quicker to start).
     ``strata``: draw only in these (by name: ``free``, ``dynamic axes``, ``varied``,
     ``high ranks``); pytest's short campaign draws in two.
     Verdicts come back in the packs' rule order, whichever finished first."""
-    check_arguments(paths, rule, examples, seed, out, jobs, strata)
+    check_arguments(paths, rule, examples, seed, out, jobs, strata, isolated)
     running = None if strata is None else tuple(s.name for s in chosen_strata(strata))
     began = time.monotonic()
     if packs is not None:
@@ -527,7 +539,7 @@ def verify(
             tasks.append((index, pack, name))
     if registered_predicates():  # workers are new processes: they would not have them
         jobs = 1
-    if jobs == 1:  # in this process (a crash of onnxruntime ends it)
+    if jobs == 1 and (not isolated or registered_predicates()):  # in this process (a crash ends it)
         for index, pack, name in tasks:
             report.verdicts[index] = verify_rule(pack, name, **options)
             if on_rule is not None:

@@ -75,17 +75,28 @@ def empty_feeds(model: onnx.ModelProto, shapes: dict[str, list[int]] | None = No
     ``shapes`` of the inputs, with each symbolic dim 0 alone (an empty batch of some tokens:
     onnxruntime's RotaryEmbedding refuses a cache of fewer rows than the tokens); none when
     no input has a symbolic dim.  A rewrite must not fail or crash where the original gives
-    an empty result (onnxruntime's GroupQueryAttention divides by the batch size)."""
+    an empty result (onnxruntime's GroupQueryAttention divides by the batch size).
+    A dim named only as the last axis of inputs of rank 3 or more (a hidden or head size,
+    an image's width) stays at its drawn size (1 without ``shapes``): an empty input is an
+    empty batch or sequence, and onnxruntime's attention kernels divide by a head size of 0
+    (the original model killing the process, not the rewrite)."""
     initializers = {t.name for t in model.graph.initializer}
     inputs = [vi for vi in model.graph.input if vi.name not in initializers]
-    names = [d.dim_param for vi in inputs for d in vi.type.tensor_type.shape.dim if not d.HasField("dim_value")]
+    emptied: dict[str, bool] = {}  # symbolic name -> whether some input has it off a feature axis
+    for vi in inputs:
+        dims = vi.type.tensor_type.shape.dim
+        for axis, d in enumerate(dims):
+            if not d.HasField("dim_value"):
+                feature = len(dims) >= 3 and axis == len(dims) - 1
+                emptied[d.dim_param] = emptied.get(d.dim_param, False) or not feature
+    names = [name for name, empty in emptied.items() if empty]
     if not names:
         return []
-    chosen: list[set[str] | None] = [None]  # None: every symbolic dim
+    chosen: list[set[str]] = [set(names)]
     if shapes:
-        chosen += [{name} for name in dict.fromkeys(names) if name]
+        chosen += [{name} for name in names if name]
 
-    def feeds(zero: set[str] | None) -> dict[str, np.ndarray]:
+    def feeds(zero: set[str]) -> dict[str, np.ndarray]:
         out = {}
         for vi in inputs:
             tensor = vi.type.tensor_type
@@ -94,10 +105,10 @@ def empty_feeds(model: onnx.ModelProto, shapes: dict[str, list[int]] | None = No
             for axis, d in enumerate(tensor.shape.dim):
                 if d.HasField("dim_value"):
                     dims.append(d.dim_value)
-                elif zero is None or d.dim_param in zero or drawn is None or axis >= len(drawn):
+                elif d.dim_param in zero:
                     dims.append(0)
                 else:
-                    dims.append(int(drawn[axis]))
+                    dims.append(int(drawn[axis]) if drawn is not None and axis < len(drawn) else 1)
             out[vi.name] = np.zeros(dims, helper.tensor_dtype_to_np_dtype(tensor.elem_type))
         return out
 
