@@ -1656,3 +1656,58 @@ def test_a_mask_holding_minus_infinity_keeps_its_clamp():
     max_node = next(n for n in before.graph.node if n.op_type == "Max")
     max_node.input[1] = "lowest"
     check(before, "SoftmaxLowestClampElimination", False)
+
+
+def split_heads_onnx_attention(kv_heads: int = 2, past: bool = False, merge=(0, 0, -1)):
+    """The dynamo exporter's scaled_dot_product_attention at opset 23: q, k and v [B, S, 8]
+    split into heads by Reshape + Transpose, ONNX's Attention with a boolean mask, the
+    output's heads merged back (with a cache: past key and value inputs, present outputs)."""
+    n = helper.make_node
+    nodes = []
+    for name in ("q", "k", "v"):
+        nodes += [
+            n("Reshape", [name, f"s{name}"], [f"{name}r"]),
+            n("Transpose", [f"{name}r"], [f"{name}t"], perm=[0, 2, 1, 3]),
+        ]
+    inputs = ["qt", "kt", "vt"] + (["", "pk", "pv"] if past else ["mask"])  # (a mask would be P + T long)
+    outputs = ["o"] + (["pk_out", "pv_out"] if past else [])
+    nodes += [
+        n("Attention", inputs, outputs, scale=0.3),
+        n("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+        n("Reshape", ["ot", "so"], ["y"]),
+    ]
+    kv_width = 4 * kv_heads
+    inits = [
+        init("sq", np.array([0, 0, 2, 4], np.int64)),
+        init("sk", np.array([0, 0, kv_heads, 4], np.int64)),
+        init("sv", np.array([0, 0, kv_heads, 4], np.int64)),
+        init("so", np.array(merge, np.int64)),
+    ]
+    graph_inputs = [
+        tensor("q", F, ["B", "S", 8]),
+        tensor("k", F, ["B", "T", kv_width]),
+        tensor("v", F, ["B", "T", kv_width]),
+    ] + ([] if past else [tensor("mask", TensorProto.BOOL, ["B", 1, "S", "T"])])
+    graph_outputs = [tensor("y", F, ["B", "S", 8] if tuple(merge) == (0, 0, -1) else ["B", "M", 4])]
+    if past:
+        graph_inputs += [tensor(name, F, ["B", kv_heads, "P", 4]) for name in ("pk", "pv")]
+        graph_outputs += [tensor(name, F, ["B", kv_heads, "L", 4]) for name in ("pk_out", "pv_out")]
+    return model(nodes, graph_inputs, graph_outputs, inits, opset=23)
+
+
+@pytest.mark.parametrize("kv_heads", [2, 1])
+def test_onnx_attention_of_split_heads_takes_the_3d_inputs(kv_heads):
+    """Fewer key/value heads (grouped-query) are kv_num_heads; the view and transposes go."""
+    after = check(split_heads_onnx_attention(kv_heads), "AttentionSplitHeadsFolding", True)
+    assert ops(after) == {"Attention": 1}
+    (node,) = after.graph.node
+    attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    assert attributes["q_num_heads"] == 2 and attributes["kv_num_heads"] == kv_heads
+    assert np.isclose(attributes["scale"], 0.3)
+
+
+def test_onnx_attention_with_a_cache_or_another_merge_keeps_its_heads():
+    """Past key/value inputs (present outputs read the 4-D heads) are not folded, nor an
+    output merged to another width than the heads side by side."""
+    check(split_heads_onnx_attention(past=True), "AttentionSplitHeadsFolding", False)
+    check(split_heads_onnx_attention(merge=(0, -1, 4)), "AttentionSplitHeadsFolding", False)
