@@ -131,6 +131,31 @@ def test_graph_inputs_outputs_and_value_info_survive():
     assert_same_outputs(before, after)
 
 
+def test_a_folded_constant_loses_its_value_info_to_the_initializer():
+    """A Constant's output declared without a shape (the dynamo exporter's value_info), read
+    as a Slice's starts and axes: folded into an initializer, a value_info left for it hides
+    the data from onnx's shape inference, which then slices axis 0 and rejects the model
+    (timesformer, dynamo without optimization).  The initializer gives its type itself."""
+    ones = helper.make_tensor("ones", onnx.TensorProto.INT64, [1], [1])
+    before = model(
+        [
+            helper.make_node("Constant", [], ["one"], value=ones),
+            helper.make_node("Slice", ["x", "one", "end", "one", "one"], ["y"]),
+        ],
+        [tensor("x", shape=[4, 17, 64])],
+        [tensor("y", shape=[4, 16, 64])],
+        [init("end", np.array([2**63 - 1], np.int64))],
+        opset=18,
+        value_info=[helper.make_tensor_value_info("one", onnx.TensorProto.INT64, None)],
+    )
+    onnx.checker.check_model(before, full_check=True)
+    after = rewriter.optimize(before, level="basic").model
+    assert "one" in {t.name for t in after.graph.initializer}
+    assert "one" not in {vi.name for vi in after.graph.value_info}
+    onnx.checker.check_model(after, full_check=True)
+    assert_same_outputs(before, after)
+
+
 def test_new_nodes_get_unique_names():
     before = model(
         [

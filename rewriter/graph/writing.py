@@ -34,8 +34,15 @@ def write_graph(src: GraphProto, view: GraphView, initializers: bool = True) -> 
     graph.sparse_initializer.extend(src.sparse_initializer)
     live = view.live_values()
     types = view.types  # (a value_info inference contradicts is dropped, not written back)
+    # nor one of a value that is now an initializer (a Constant folded): the initializer
+    # gives its type and shape, and onnx's shape inference takes a value_info as a value it
+    # cannot read (a Slice's axes then read as absent), contradicting the declared outputs
     graph.value_info.extend(
-        vi for vi in src.value_info if vi.name in live and type_conflict(types.get(vi.name), vi.type, vi.name) is None
+        vi
+        for vi in src.value_info
+        if vi.name in live
+        and vi.name not in view.initializers
+        and type_conflict(types.get(vi.name), vi.type, vi.name) is None
     )
     graph.quantization_annotation.extend(qa for qa in src.quantization_annotation if qa.tensor_name in live)
     return graph
