@@ -1214,3 +1214,37 @@ def test_an_unsqueeze_before_a_view_goes_when_the_view_reads_only_x_s_own_places
     after = check(before, "UnsqueezeReshapeFolding", applies)
     if applies:
         assert ops(after) == {"Reshape": 1}
+
+
+def split_to_sequence(sizes, indices, axis=1):
+    """torch.split as the dynamo exporter writes it without optimization: SplitToSequence
+    with constant sizes, each piece read by a SequenceAt of a constant index."""
+    n = helper.make_node
+    nodes = [n("SplitToSequence", ["x", "sizes"], ["seq"], axis=axis)]
+    inits = [init("sizes", np.array(sizes, np.int64))]
+    for j, index in enumerate(indices):
+        inits.append(init(f"i{j}", np.array(index, np.int64)))
+        nodes.append(n("SequenceAt", ["seq", f"i{j}"], [f"y{j}"]))
+    outputs = [tensor(f"y{j}", shape=[2, "p", 3]) for j in range(len(indices))]
+    return model(nodes, [tensor("x", shape=[2, sum(sizes), 3])], outputs, inits)
+
+
+def test_pieces_of_a_split_to_sequence_become_one_split():
+    """Every piece read (one from the end): Slices that tile the axis, then one Split."""
+    after = optimize_basic(split_to_sequence([1, 3, 1], [0, 1, -1])).model
+    assert ops(after) == {"Split": 1}
+    assert_same_outputs(split_to_sequence([1, 3, 1], [0, 1, -1]), after)
+
+
+def test_a_split_to_sequence_of_one_piece_read_is_a_slice():
+    after = check(split_to_sequence([2, 3], [1]), "SequenceAtSplitFolding", True)
+    assert ops(after) == {"Slice": 1}
+
+
+def test_a_split_to_sequence_of_an_axis_of_unknown_length_stays():
+    """Sizes that do not add up to the axis make the op fail, where a Slice would not: an
+    axis whose length is not known keeps the SplitToSequence."""
+    before = split_to_sequence([2, 3], [0])
+    before.graph.input[0].CopyFrom(tensor("x", shape=[2, "L", 3]))
+    result = optimize_basic(before)
+    assert applied(result, "SequenceAtSplitFolding") == 0 and ops(result.model)["SplitToSequence"] == 1
