@@ -537,9 +537,9 @@ def verify(
                 on_rule(verdict)
         else:
             tasks.append((index, pack, name))
-    if registered_predicates():  # workers are new processes: they would not have them
-        jobs = 1
-    if jobs == 1 and (not isolated or registered_predicates()):  # in this process (a crash ends it)
+    # in this process (a crash of onnxruntime ends it): one job not isolated, or predicates
+    # registered from Python (workers are new processes: they would not have them)
+    if registered_predicates() or (jobs == 1 and not isolated):
         for index, pack, name in tasks:
             report.verdicts[index] = verify_rule(pack, name, **options)
             if on_rule is not None:
