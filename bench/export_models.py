@@ -174,7 +174,7 @@ EXPORT_SIZES='{"hidden_size": 128, "intermediate_size": 192}' (JSON, the environ
 families that tiny_transformer makes (DECODERS, ENCODERS) at other sizes: a check that no rule
 depends on the corpus's (head size 32 instead of 16 with the sizes above).
 Names: {family}[_kv]_{ts_static|ts_dynamic|ts_opset14|ts_dynamic_opset14|ts_bn|dynamo}[_fp16|_qdq|_qdyn|_q4].onnx,
-and {family}_{ts_dynamic_nofold|dynamo_opset23|dynamo_noopt|dynamo_dynamic}.onnx for the exporter settings.
+and {family}_{ts_dynamic_nofold|dynamo_opset23|dynamo_noopt|dynamo_dynamic|ts_opset20}.onnx for the exporter settings.
 Dynamo exports of the original set use the exporter's default opset, the newer families opset 18.
 An export that fails is reported (-v: with its traceback) and skipped; every model written is
 loaded in onnxruntime and run once on bench/snapshot.py's feeds, and deleted (with its
@@ -264,9 +264,10 @@ def export_resnet(out: Path, width: int = 64, name: str = "resnet18_bn.onnx") ->
 STANDARD = ("ts_static", "ts_dynamic", "ts_opset14", "dynamo")
 # variant -> torch.onnx.export arguments; "dynamic_axes": True takes the model's dynamic axes, a
 # dynamo variant without an opset_version gets export_variants' dynamo_opset (else the exporter's
-# default).  The last four are exporter settings users also pick: constant folding off, ONNX's
+# default).  The last five are exporter settings users also pick: constant folding off, ONNX's
 # newest opset (its Attention and RMSNormalization ops), the onnxscript optimizer off, dynamo
-# with the dynamic axes of ts_dynamic (passed as dynamic_shapes, see dynamo_shapes).
+# with the dynamic axes of ts_dynamic (passed as dynamic_shapes, see dynamo_shapes), and the
+# TorchScript exporter's newest opset (ReduceMean's axes as an input, Split's num_outputs, Gelu).
 VARIANTS = {
     "ts_static": {"dynamo": False, "opset_version": 17},
     "ts_dynamic": {"dynamo": False, "opset_version": 17, "dynamic_axes": True},
@@ -276,6 +277,7 @@ VARIANTS = {
     "dynamo_opset23": {"dynamo": True, "opset_version": 23},
     "dynamo_noopt": {"dynamo": True, "optimize": False},
     "dynamo_dynamic": {"dynamo": True, "dynamic_axes": True},
+    "ts_opset20": {"dynamo": False, "opset_version": 20, "dynamic_axes": True},
 }
 
 

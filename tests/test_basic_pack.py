@@ -9,6 +9,8 @@ import onnx
 import pytest
 from helpers import assert_same_outputs, check_rule, init, model, ops, optimize_basic, run, tensor
 from onnx import TensorProto, helper
+from rewriter.expr.functions import FUNCTIONS
+from rewriter.expr.values import EvalFailure
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(42)
@@ -239,6 +241,45 @@ def test_expand_elimination_when_shape_is_unchanged(shape_value):
 @pytest.mark.parametrize("shape_value, y_shape", [([4, 2, 3], [4, 2, 3]), ([1, 2, 3], [1, 2, 3])])
 def test_expand_kept_when_it_broadcasts(shape_value, y_shape):
     check(expand_model(shape_value, y_shape=y_shape), "ExpandElimination", False)
+
+
+@pytest.mark.parametrize(
+    "x_shape, shape_value, applies",
+    [
+        (["u", 16, 64], [1, 16, 64], True),  # xmod, dynamo without optimization: u from a NonZero
+        (["u", 16, 64], [16, 1], True),
+        ([None, 16], [1, 16], True),
+        (["u", 16], [3, 16], False),  # u may be 1
+        ([None, 16], [3, 16], False),
+        (["u", 1], [1, 4], False),
+        (["u", 16], [1, 1, 16], False),  # adds a dim
+    ],
+)
+def test_expand_elimination_with_symbolic_dims(x_shape, shape_value, applies):
+    """A symbolic or unknown dim broadcasts with 1 to itself; against another number it could
+    be 1 and grow, so the Expand stays."""
+    out_shape = x_shape if applies else [f"o{i}" for i in range(max(len(x_shape), len(shape_value)))]
+    check(expand_model(shape_value, x_shape=x_shape, y_shape=out_shape), "ExpandElimination", applies)
+
+
+@pytest.mark.parametrize(
+    "shapes, expected",
+    [
+        ((["u", 16], [1, 16]), ["u", 16]),
+        ((["u", 16], ["u", 1]), ["u", 16]),
+        (([2, 1, 3], [4, 1]), [2, 4, 3]),
+        (([None], [1]), [None]),
+        (([], [5]), [5]),
+    ],
+)
+def test_broadcast_shape_with_symbolic_dims(shapes, expected):
+    assert FUNCTIONS["broadcast_shape"].impl(*shapes) == expected
+
+
+@pytest.mark.parametrize("shapes", [(["u"], ["v"]), (["u"], [3]), ([None], [3]), ([None], [None]), ([2], [3])])
+def test_broadcast_shape_refuses_what_it_cannot_tell(shapes):
+    with pytest.raises(EvalFailure):
+        FUNCTIONS["broadcast_shape"].impl(*shapes)
 
 
 def test_cast_elimination_to_the_same_type():
@@ -919,8 +960,6 @@ def test_a_reshape_that_may_change_the_shape_stays(target, shape, allowzero):
 
 
 def test_keeps_shape_reads_symbolic_and_unknown_dims():
-    from rewriter.expr.functions import FUNCTIONS
-
     def keeps(target, shape, allowzero=0):
         return FUNCTIONS["keeps_shape"].impl(target, shape, allowzero)
 

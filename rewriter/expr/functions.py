@@ -617,12 +617,53 @@ def _arange(start, stop=None):
     return np.arange(int(start), int(stop), dtype=np.int64)
 
 
-@_value_fn("broadcast_shape", "s1, s2, ...", "list", "the shape numpy broadcasting gives shapes s1, s2, ... (static)")
+@_value_fn(
+    "broadcast_shape",
+    "s1, s2, ...",
+    "list",
+    "the shape numpy broadcasting gives shapes s1, s2, ...; a symbolic dim broadcasts with 1 and with itself",
+)
 def _broadcast_shape(*shapes):
-    try:
-        return list(np.broadcast_shapes(*[tuple(_ints(s, "broadcast_shape")) for s in shapes]))
-    except ValueError as err:
-        raise EvalFailure(str(err)) from None
+    """Broadcast dim by dim from the right, as onnx's multidirectional broadcasting does.
+
+    Symbolic dims (names) take part so a rule can see that `Expand(x[u, 16], [1, 16])` keeps
+    x whatever u is.  A dim only resolves when the others at its place are 1 or equal to it;
+    a name against another name or a number other than 1, or any unknown dim (none) that is not
+    matched against 1 alone, could be either size, so the call fails rather than guess.
+    """
+    dims_lists = [_dims(s) for s in shapes]
+    budget.charge_elements(max((len(d) for d in dims_lists), default=0), budget.POINTER_BYTES, "a list")
+    rank = max((len(d) for d in dims_lists), default=0)
+    out = []
+    for place in range(rank):
+        at = [d[len(d) - rank + place] for d in dims_lists if len(d) - rank + place >= 0]
+        out.append(_broadcast_dim(at))
+    return out
+
+
+def _dims(shape) -> list:
+    """A shape's dims as ints, names or none (shape() gives such lists; constants give ints)."""
+    if isinstance(shape, (list, tuple)):
+        if all(d is None or isinstance(d, str) or isinstance(d, (int, np.integer)) for d in shape):
+            return [d if d is None or isinstance(d, str) else int(d) for d in shape]
+    return _ints(shape, "broadcast_shape")
+
+
+def _broadcast_dim(dims: list):
+    """The broadcast of the dims at one place: 1s drop out, the rest must be one and the same."""
+    if any(isinstance(d, int) and d < 0 for d in dims):
+        raise EvalFailure(f"broadcast_shape() of a negative dim in {dims}")
+    rest = [d for d in dims if d != 1]
+    if not rest:
+        return 1
+    first = rest[0]
+    if all(isinstance(d, int) for d in rest) and any(d != first for d in rest):
+        raise EvalFailure(f"dims {rest} do not broadcast")
+    if first is None and len(rest) == 1:
+        return None
+    if first is None or any(d != first for d in rest):
+        raise EvalFailure(f"broadcast_shape() cannot tell the broadcast of dims {rest}")
+    return first
 
 
 @_value_fn("take", "x, indices", "list", "the elements of a 1-D list or tensor at indices")
