@@ -126,3 +126,37 @@ def test_a_cast_the_float32_edge_shares_with_other_readers_stays():
     assert want[0].tolist() == got[0].tolist() == [2048, 4, 17]
     for a, b in zip(want[1:], got[1:]):
         assert a.dtype == b.dtype == np.float16 and a.tolist() == b.tolist()
+
+
+def doubled_halves_rotary() -> onnx.ModelProto:
+    """Qwen3-VL's multimodal rotary in float16: halves hc, hs [B, S, 4] computed elsewhere
+    (float16 inputs here, as ScatterElements with a float16 kernel leave them), doubled by
+    Concat and unsqueezed for the heads, x * cos + rotate_half(x) * sin."""
+    n = helper.make_node
+    nodes = [
+        n("Concat", ["hc", "hc"], ["co"], axis=-1),
+        n("Concat", ["hs", "hs"], ["si"], axis=-1),
+        n("Unsqueeze", ["co", "one"], ["cu"]),
+        n("Unsqueeze", ["si", "one"], ["su"]),
+        n("Mul", ["q", "cu"], ["a"]),
+        n("Split", ["q", "sp"], ["q1", "q2"], axis=3),
+        n("Neg", ["q2"], ["m"]),
+        n("Concat", ["m", "q1"], ["r"], axis=-1),
+        n("Mul", ["r", "su"], ["b"]),
+        n("Add", ["a", "b"], ["y"]),
+    ]
+    inits = [init("one", np.array([1], np.int64)), init("sp", np.array([4, 4], np.int64))]
+    shape = ["batch", 2, "seq", 8]
+    halves = [tensor(name, H, ["batch", "seq", 4]) for name in ("hc", "hs")]
+    return model(nodes, [tensor("q", H, shape), *halves], [tensor("y", H, shape)], inits)
+
+
+def test_doubled_rotary_halves_fuse_when_float32_starts_after_their_concat():
+    """The float16 step casts the doubled halves into the float32 region after the Concat
+    (it has a float16 kernel); the Cast moves before it, and the halves rotary forms."""
+    before = doubled_halves_rotary()
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert ops(after)["RotaryEmbedding"] == 1 and "Neg" not in ops(after)
+    feeds = {"q": half(2, 2, 3, 8), "hc": half(2, 3, 4), "hs": half(2, 3, 4)}
+    (expected,), (got,) = run(before, feeds), run(after, feeds)
+    assert np.allclose(got.astype(np.float32), expected.astype(np.float32), atol=2e-2)
