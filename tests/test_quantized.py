@@ -19,9 +19,11 @@ def scalar(name: str, value, dtype=np.float32) -> TensorProto:
     return init(name, np.array(value, dtype))
 
 
-def qdq_conv(bias_scale: float | None = None, moved_scale: float = 0.1) -> onnx.ModelProto:
-    """float x -> Q -> DQ -> Conv(DQ(w int8), DQ(b int32)) -> Q -> DQ -> Reshape -> Q -> DQ -> y."""
+def qdq_conv(bias_scale: float | None = None, moved_scale: float = 0.1, activations=np.uint8) -> onnx.ModelProto:
+    """float x -> Q -> DQ -> Conv(DQ(w int8), DQ(b int32)) -> Q -> DQ -> Reshape -> Q -> DQ -> y
+    (activations uint8 with zero point 128, or int8 with 0: quantize_static's S8S8)."""
     xs, ws, ys = 0.05, 0.02, 0.1
+    zero = 128 if activations == np.uint8 else 0
     nodes = [
         helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
         helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
@@ -36,14 +38,14 @@ def qdq_conv(bias_scale: float | None = None, moved_scale: float = 0.1) -> onnx.
     ]
     inits = [
         scalar("xs", xs),
-        scalar("xz", 128, np.uint8),
+        scalar("xz", zero, activations),
         init("wq", RNG.integers(-20, 20, (8, 4, 3, 3)).astype(np.int8)),
         scalar("ws", ws),
         scalar("wz", 0, np.int8),
         init("bq", RNG.integers(-500, 500, 8).astype(np.int32)),
         init("bs", np.array([bias_scale or xs * ws], np.float32)),
         scalar("ys", ys),
-        scalar("yz", 128, np.uint8),
+        scalar("yz", zero, activations),
         scalar("ms", moved_scale),
         init("shape", np.array([1, 8, 36], np.int64)),
     ]
@@ -70,6 +72,19 @@ def test_a_qdq_convolution_becomes_qlinear_conv_and_moves_stay_on_integers():
     assert ops(after) == {"QuantizeLinear": 1, "QLinearConv": 1, "Reshape": 1, "DequantizeLinear": 1}
     assert steps_apart(before, after, 0.1) <= ONE_STEP  # one quantization step at most
     rewriter.check_model(after, full_check=True)
+
+
+def test_int8_activation_pairs_move_to_uint8_and_the_convolution_fuses():
+    """S8S8 QDQ (quantize_static's recommended format): every Quantize read only by its
+    Dequantize moves to uint8 (zero point + 128, the same float values), as onnxruntime does on
+    x86 without int8 kernels, and the convolution fuses on uint8 activations."""
+    before = qdq_conv(activations=np.int8)
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert ops(after)["QLinearConv"] == 1 and "Conv" not in ops(after)
+    zero_points = {t.name: t for t in after.graph.initializer}
+    (conv,) = [n for n in after.graph.node if n.op_type == "QLinearConv"]
+    assert zero_points[conv.input[2]].data_type == U8 and zero_points[conv.input[7]].data_type == U8
+    assert steps_apart(before, after, 0.1) <= ONE_STEP
 
 
 def test_a_bias_of_another_scale_and_a_requantizing_move_are_left():
@@ -172,7 +187,8 @@ def stand_in_shape(node: onnx.NodeProto, known: dict[str, tuple[int, list]]) -> 
         helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), strict_mode=True
     )
     (out,) = [v for v in inferred.graph.output if v.name == node.output[0]]
-    assert out.type.tensor_type.elem_type == known[node.input[0]][0] or node.op_type == "QLinearConv"
+    other_type = ("QLinearConv", "QLinearConcat", "MatMulIntegerToFloat")  # input 0 is not of the output's type
+    assert out.type.tensor_type.elem_type == known[node.input[0]][0] or node.op_type in other_type
     return [d.dim_value for d in out.type.tensor_type.shape.dim]
 
 
@@ -195,6 +211,28 @@ def test_quantized_contrib_ops_keep_their_shapes_for_the_rules_after_them():
         "QLinearConv", ["x", "s", "z", "w", "s", "z", "s", "z"], ["y"], domain=ms, channels_last=1, strides=[2, 2]
     )
     assert stand_in_shape(conv, known) == [1, 2, 2, 4]
+    softmax = node("QLinearSoftmax", ["x", "s", "z", "s", "z"], ["y"], domain=ms, axis=-1, opset=13)
+    assert stand_in_shape(softmax, known) == [1, 6, 6, 8]
+    concat = node("QLinearConcat", ["s", "z", "x", "s", "z", "g", "s", "z"], ["y"], domain=ms, axis=1)
+    assert stand_in_shape(concat, {**known, "g": (U8, [1, 2, 6, 8])}) == [1, 8, 6, 8]
+    average = node("QLinearAveragePool", ["x", "s", "z", "s", "z"], ["y"], domain=ms, kernel_shape=[3, 3])
+    assert stand_in_shape(average, nchw) == [1, 8, 4, 4]
+    average = node(
+        "QLinearAveragePool", ["x", "s", "z", "s", "z"], ["y"], domain=ms, kernel_shape=[2, 2], channels_last=1
+    )
+    assert stand_in_shape(average, known) == [1, 5, 5, 8]
+
+
+def test_integer_products_to_float_keep_their_shapes_for_the_rules_after_them():
+    """The extended level's dynamic-quantization kernels (a quantize_dynamic model: every
+    shape after them would be unknown, and a rule that needs one refuses)."""
+    ms = "com.microsoft"
+    known = {"a": (U8, [2, 5, 8]), "x": (F, [2, 5, 8]), "w": (I8, [8, 3]), "s": (F, []), "z": (U8, [])}
+    node = helper.make_node
+    to_float = node("MatMulIntegerToFloat", ["a", "w", "s", "s", "z"], ["y"], domain=ms)
+    assert stand_in_shape(to_float, known) == [2, 5, 3]
+    dynamic = node("DynamicQuantizeMatMul", ["x", "w", "s"], ["y"], domain=ms)
+    assert stand_in_shape(dynamic, known) == [2, 5, 3]
 
 
 def test_quantized_rotary_halves_stay_on_integers_and_concat_requantizes_once():

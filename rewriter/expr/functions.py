@@ -631,7 +631,7 @@ def _broadcast_shape(*shapes):
     a name against another name or a number other than 1, or any unknown dim (none) that is not
     matched against 1 alone, could be either size, so the call fails rather than guess.
     """
-    dims_lists = [_dims(s) for s in shapes]
+    dims_lists = [_shape_dims(s) for s in shapes]
     budget.charge_elements(max((len(d) for d in dims_lists), default=0), budget.POINTER_BYTES, "a list")
     rank = max((len(d) for d in dims_lists), default=0)
     out = []
@@ -641,7 +641,7 @@ def _broadcast_shape(*shapes):
     return out
 
 
-def _dims(shape) -> list:
+def _shape_dims(shape) -> list:
     """A shape's dims as ints, names or none (shape() gives such lists; constants give ints)."""
     if isinstance(shape, (list, tuple)):
         if all(d is None or isinstance(d, str) or isinstance(d, (int, np.integer)) for d in shape):

@@ -9,7 +9,9 @@ domain too), FusedMatMul by MatMul, FusedConv by Conv, FusedGemm by Gemm, MultiH
 by an Einsum of q and v ([B, S, D] x [B, T, Dv] -> [B, S, Dv]), Attention by a MatMul with a
 stub weight of the per-projection width, MatMulNBits (a model quantized to 4-bit weights
 before it is optimized) by a MatMul with a stub weight [K, N], the quantized element-wise
-ops, global pooling and NHWC QLinearConv by standard ops of their shapes.  The NCHWc ops
+ops, global and average pooling, QLinearConcat, QLinearSoftmax and NHWC QLinearConv by
+standard ops of their shapes, MatMulIntegerToFloat by MatMulInteger and a Cast,
+DynamicQuantizeMatMul by a MatMul with a stub weight of B's shape.  The NCHWc ops
 (com.microsoft.nchwc) of the layout level: their Conv and pools by the standard ones,
 Upsample by a Resize of its whole factors (a blocked tensor is typed as its padded NCHW
 shape), ReorderInput by a Pad of the channels up to the block (after a Transpose from
@@ -86,6 +88,21 @@ def stand_ins(
         return [_node("MatMul", [ins[0], stub.name], outs[:1])], [stub]
     if op in _QLINEAR_STAND_INS and len(ins) > 1:
         return _qlinear_stand_ins(node, type_of)
+    if op == "MatMulIntegerToFloat" and len(ins) > 2:
+        # the integer product (uint8/int8 operands, as MatMulInteger takes them) in float
+        scale = type_of(ins[2])
+        if scale is None:
+            return None
+        product = f"{outs[0]}__stand_in_int32"
+        cast = _node("Cast", [product], outs[:1], [helper.make_attribute("to", scale[0])])
+        return [_node("MatMulInteger", ins[:2], [product]), cast], []
+    if op == "DynamicQuantizeMatMul" and len(ins) > 1:
+        # A (float) times B's shape in A's type: a stub weight, as for MatMulNBits
+        a, b = type_of(ins[0]), type_of(ins[1])
+        if a is None or b is None or not all(isinstance(d, int) for d in b[1]):
+            return None
+        stub = TensorProto(name=f"{outs[0]}__stand_in_weight", data_type=a[0], dims=b[1])
+        return [_node("MatMul", [ins[0], stub.name], outs[:1])], [stub]
     if op == "Attention" and len(ins) >= 2:
         known = type_of(ins[1])
         if known is None or len(known[1]) != 2 or not all(isinstance(d, int) for d in known[1]):
@@ -100,7 +117,17 @@ def stand_ins(
 
 # onnxruntime's quantized ops (uint8/int8 in and out, the output typed as its zero point)
 _QLINEAR_STAND_INS = frozenset(
-    {"QLinearSigmoid", "QLinearLeakyRelu", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool", "QLinearConv"}
+    {
+        "QLinearSigmoid",
+        "QLinearLeakyRelu",
+        "QLinearSoftmax",
+        "QLinearAdd",
+        "QLinearMul",
+        "QLinearGlobalAveragePool",
+        "QLinearAveragePool",
+        "QLinearConcat",
+        "QLinearConv",
+    }
 )
 
 
@@ -115,8 +142,11 @@ def _qlinear_stand_ins(
     op, ins, outs = node.op_type, list(node.input), list(node.output)
     attrs = {a.name: a for a in node.attribute}
     last = bool(helper.get_attribute_value(attrs["channels_last"])) if "channels_last" in attrs else False
-    if op in ("QLinearSigmoid", "QLinearLeakyRelu"):
+    if op in ("QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax"):
         return [_node("Identity", ins[:1], outs[:1])], []
+    if op == "QLinearConcat" and "axis" in attrs:
+        # (y scale, y zero point, then (x, scale, zero point) per input): a Concat of the xs
+        return [_node("Concat", ins[2::3], outs[:1], [attrs["axis"]])], []
     if op in ("QLinearAdd", "QLinearMul") and len(ins) > 3 and ins[3]:
         return [_node("Add", [ins[0], ins[3]], outs[:1])], []
     if op == "QLinearGlobalAveragePool":
@@ -125,20 +155,36 @@ def _qlinear_stand_ins(
             for name, values in (("starts", [0, 0]), ("ends", [1, 1]), ("axes", [1, 2] if last else [2, 3]))
         ]
         return [_node("Slice", [ins[0], *(b.name for b in bounds)], outs[:1])], bounds
+    if op == "QLinearAveragePool":
+        # MaxPool takes (u)int8 and pools to the same shape (count_include_pad aside)
+        pool_attrs = [attrs[a] for a in _POOL_ATTRS if a in attrs and a != "count_include_pad"]
+        return _channels_last_wrapped(
+            ins[0], outs[0], last, lambda src, dst: [_node("MaxPool", [src], [dst], pool_attrs)]
+        )
     zero_point = type_of(ins[7]) if op == "QLinearConv" and len(ins) > 7 and ins[7] else None
     if zero_point is None:
         return None
-    source, result = ins[0], f"{outs[0]}__stand_in_int32"
-    nodes = []
-    if last:
-        source = f"{outs[0]}__stand_in_nchw"
-        nodes.append(_node("Transpose", ins[:1], [source], [helper.make_attribute("perm", [0, 3, 1, 2])]))
+    result = f"{outs[0]}__stand_in_int32"
     conv_attrs = [attrs[a] for a in _CONV_ATTRS if a in attrs]
-    nodes.append(_node("ConvInteger", [source, ins[3]], [result], conv_attrs))
-    cast = f"{outs[0]}__stand_in_cast" if last else outs[0]
-    nodes.append(_node("Cast", [result], [cast], [helper.make_attribute("to", zero_point[0])]))
-    if last:
-        nodes.append(_node("Transpose", [cast], outs[:1], [helper.make_attribute("perm", [0, 2, 3, 1])]))
+    to = helper.make_attribute("to", zero_point[0])
+
+    def conv(src: str, dst: str) -> list[NodeProto]:
+        return [_node("ConvInteger", [src, ins[3]], [result], conv_attrs), _node("Cast", [result], [dst], [to])]
+
+    return _channels_last_wrapped(ins[0], outs[0], last, conv)
+
+
+def _channels_last_wrapped(
+    source: str, output: str, last: bool, body: Callable[[str, str], list[NodeProto]]
+) -> tuple[list[NodeProto], list[TensorProto]]:
+    """``body(src, dst)``'s NCHW nodes, between Transposes from and back to NHWC when the op
+    runs channels-last."""
+    if not last:
+        return body(source, output), []
+    nchw, result = f"{output}__stand_in_nchw", f"{output}__stand_in_result"
+    nodes = [_node("Transpose", [source], [nchw], [helper.make_attribute("perm", [0, 3, 1, 2])])]
+    nodes += body(nchw, result)
+    nodes.append(_node("Transpose", [result], [output], [helper.make_attribute("perm", [0, 2, 3, 1])]))
     return nodes, []
 
 
