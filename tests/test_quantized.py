@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 import onnx
+import pytest
 from helpers import init, model, run, tensor
 from onnx import TensorProto, helper
 
@@ -507,3 +508,26 @@ def test_products_of_int8_activations_stay_float_as_onnxruntime_leaves_them_on_x
         feeds = {"xq": RNG.integers(info.min, info.max + 1, (2, 6, 8)).astype(np_type)}
         (want,), (got,) = run(before, feeds), run(after, feeds)
         assert np.abs(want.astype(int) - got.astype(int)).max() <= 2
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        helper.make_node("QLinearConcat", ["s", "z"], ["c"], domain="com.microsoft", axis=0),
+        helper.make_node("Gelu", [], ["c"], domain="com.microsoft"),
+        helper.make_node("SkipLayerNormalization", [], ["c"], domain="com.microsoft"),
+    ],
+)
+def test_a_malformed_contrib_node_costs_only_its_own_types(hostile):
+    """A contrib op whose stand-in onnx cannot read (an Identity of no input) makes onnx's
+    inference raise for the whole model; the model is then inferred with contrib ops as they are, so the other
+    values keep their types (and the rules that need them still apply)."""
+    from rewriter.graph.type_reading import shape_of
+    from rewriter.graph.types import infer_model_types
+
+    nodes = [hostile, helper.make_node("Relu", ["x"], ["r"])]
+    outputs = [tensor("r", F, [2, 3]), helper.make_tensor_value_info("c", F, None)]
+    inits = [scalar("s", 0.1), scalar("z", 3, np.uint8)]
+    before = model(nodes, [tensor("x", F, [2, 3])], outputs, inits, domains=["com.microsoft"])
+    del before.graph.output[0].type.tensor_type.shape.dim[:]  # only inference can say r's shape
+    assert shape_of(infer_model_types(before)["r"]) == [2, 3]

@@ -155,7 +155,11 @@ class ModelState:
             helper.make_value_info(r, view.types[r]) for r in reads if not view.is_initializer(r) and r in view.types
         ]
         light = light_model(self.source, nodes, initializers, inputs, (), (), self.opsets)
-        improved = refine_types(view.types, light)
+        improved = refine_types(
+            view.types,
+            light,
+            lambda: light_model(self.source, nodes, initializers, inputs, (), (), self.opsets, with_stand_ins=False),
+        )
         improved += refine_symbolic_dims(
             self.source, nodes, initializers, view.types, inputs, (), self.opsets, aliases=self.dim_aliases
         )

@@ -144,7 +144,7 @@ def _qlinear_stand_ins(
     last = bool(helper.get_attribute_value(attrs["channels_last"])) if "channels_last" in attrs else False
     if op in ("QLinearSigmoid", "QLinearLeakyRelu", "QLinearSoftmax"):
         return [_node("Identity", ins[:1], outs[:1])], []
-    if op == "QLinearConcat" and "axis" in attrs:
+    if op == "QLinearConcat" and "axis" in attrs and len(ins) >= 5 and (len(ins) - 2) % 3 == 0 and all(ins[2::3]):
         # (y scale, y zero point, then (x, scale, zero point) per input): a Concat of the xs
         return [_node("Concat", ins[2::3], outs[:1], [attrs["axis"]])], []
     if op in ("QLinearAdd", "QLinearMul") and len(ins) > 3 and ins[3]:

@@ -7,6 +7,7 @@ at a time, lazily, when a rule asks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import overload
 
@@ -58,10 +59,12 @@ def light_model(
     outputs=None,
     value_info=None,
     opsets: dict[str, int] | None = None,
+    with_stand_ins: bool = True,
 ) -> ModelProto:
     """A model of ``nodes`` for shape inference (the rest from ``model`` unless given):
     small initializers keep their data (shape computations read them), large ones are
-    headers only, so nothing big is copied."""
+    headers only, so nothing big is copied.  Contrib ops are given as their standard
+    stand-ins unless ``with_stand_ins`` is false (then onnx leaves their outputs untyped)."""
     light = ModelProto()
     light.ir_version = model.ir_version
     if opsets is None:
@@ -74,7 +77,11 @@ def light_model(
     graph.input.extend(src.input if inputs is None else inputs)
     graph.output.extend(src.output if outputs is None else outputs)
     graph.value_info.extend(src.value_info if value_info is None else value_info)
-    stubs = _with_stand_ins(graph, nodes, initializers)
+    stubs: list[TensorProto] = []
+    if with_stand_ins:
+        stubs = _with_stand_ins(graph, nodes, initializers)
+    else:
+        graph.node.extend(nodes)
     graph.initializer.extend(stubs)  # headers, or the few ints a stand-in's Pad/Slice reads
     for tensor in initializers:
         if _numel(tensor) <= _SMALL_TENSOR and tensor.data_location != TensorProto.EXTERNAL:
@@ -111,12 +118,22 @@ def _with_stand_ins(graph, nodes, initializers) -> list[TensorProto]:
     return stubs
 
 
-def inferred_types(light: ModelProto) -> dict[str, TypeProto]:
-    """What onnx shape inference (with data propagation) finds for ``light``'s values."""
+def inferred_types(
+    light: ModelProto, without_stand_ins: Callable[[], ModelProto] | None = None
+) -> dict[str, TypeProto]:
+    """What onnx shape inference (with data propagation) finds for ``light``'s values.
+
+    Where inference fails on the whole model (a malformed node: a contrib op whose stand-in
+    onnx cannot even read, such as a QLinearConcat with no inputs, raises instead of leaving
+    its outputs untyped) and ``without_stand_ins`` gives the same model with contrib ops as
+    they are, that is inferred instead: one hostile node costs the stand-ins' types, not
+    every type of the model."""
     try:
         inferred = shape_inference.infer_shapes(light, strict_mode=False, data_prop=data_propagation_safe(light))
     except Exception:  # custom ops or a malformed corner (or out of memory): nothing inferred
-        return {}
+        if without_stand_ins is None:
+            return {}
+        return inferred_types(without_stand_ins())
     return {
         vi.name: vi.type
         for vi in (*inferred.graph.value_info, *inferred.graph.output)
@@ -166,7 +183,8 @@ def add_inferred_types(
     entries stay)."""
     outputs = [ValueInfoProto(name=vi.name) for vi in model.graph.output]
     for name, inferred in inferred_types(
-        light_model(model, nodes, initializers, outputs=outputs, value_info=())
+        light_model(model, nodes, initializers, outputs=outputs, value_info=()),
+        lambda: light_model(model, nodes, initializers, outputs=outputs, value_info=(), with_stand_ins=False),
     ).items():
         if name not in types:
             types[name] = merged_type(inferred, declared.get(name))
@@ -263,7 +281,10 @@ def refine_symbolic_dims(
 
     def infer(declared):
         declared = [vi for vi in declared if vi.name not in sources]
-        return inferred_types(light_model(model, nodes, initializers, inputs, outputs, declared, opsets))
+        return inferred_types(
+            light_model(model, nodes, initializers, inputs, outputs, declared, opsets),
+            lambda: light_model(model, nodes, initializers, inputs, outputs, declared, opsets, with_stand_ins=False),
+        )
 
     return refine_computed_shapes(nodes, initializers, types, infer, view, aliases)
 
@@ -273,11 +294,14 @@ def _known_dims(type_proto: TypeProto | None) -> int:
     return -1 if shape is None else sum(isinstance(d, int) for d in shape)
 
 
-def refine_types(types: dict[str, TypeProto], light: ModelProto) -> int:
+def refine_types(
+    types: dict[str, TypeProto], light: ModelProto, without_stand_ins: Callable[[], ModelProto] | None = None
+) -> int:
     """Re-run inference on ``light`` and keep every type it knows better (more static
-    dims); returns how many improved.  Used after constant folding resolved shapes."""
+    dims); returns how many improved.  Used after constant folding resolved shapes.
+    ``without_stand_ins``: see ``inferred_types``."""
     improved = 0
-    for name, new in inferred_types(light).items():
+    for name, new in inferred_types(light, without_stand_ins).items():
         old = types.get(name)
         if old is None or (old != new and _known_dims(new) > _known_dims(old)):
             types[name] = new
