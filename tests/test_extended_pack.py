@@ -1711,3 +1711,54 @@ def test_onnx_attention_with_a_cache_or_another_merge_keeps_its_heads():
     output merged to another width than the heads side by side."""
     check(split_heads_onnx_attention(past=True), "AttentionSplitHeadsFolding", False)
     check(split_heads_onnx_attention(merge=(0, -1, 4)), "AttentionSplitHeadsFolding", False)
+
+
+def key_padding_attention() -> onnx.ModelProto:
+    """An Attention whose bias is an encoder's key padding mask as transformers 4.x and
+    optimum export it: Where(bool(1 - float(m)), finfo.min, 1 - float(m)) over
+    Expand(m[:, None, None, :]) to [B, 1, S, S], the Expand's target computed from shapes."""
+    n = helper.make_node
+    shape_nodes = [
+        n("Shape", ["m"], ["ms"]),
+        n("Shape", ["x"], ["xs"]),
+        n("Gather", ["ms", "zero"], ["b"], axis=0),
+        n("Gather", ["xs", "one_i"], ["s"], axis=0),
+        n("Gather", ["ms", "one_i"], ["t"], axis=0),
+        n("Unsqueeze", ["b", "axis0"], ["b1"]),
+        n("Unsqueeze", ["s", "axis0"], ["s1"]),
+        n("Unsqueeze", ["t", "axis0"], ["t1"]),
+        n("Concat", ["b1", "ones1", "s1", "t1"], ["target"], axis=0),
+    ]
+    nodes = shape_nodes + [
+        n("Unsqueeze", ["m", "axes12"], ["u"]),
+        n("Expand", ["u", "target"], ["e"]),
+        n("Cast", ["e"], ["f"], to=F),
+        n("Sub", ["one", "f"], ["d"]),
+        n("Cast", ["d"], ["c"], to=TensorProto.BOOL),
+        n("Where", ["c", "fill", "d"], ["bias"]),
+        n("Attention", ["x", "w", "wb", "", "", "bias"], ["y"], domain="com.microsoft", num_heads=2),
+    ]
+    inits = [
+        init("zero", np.array(0, np.int64)),
+        init("one_i", np.array(1, np.int64)),
+        init("axis0", np.array([0], np.int64)),
+        init("ones1", np.array([1], np.int64)),
+        init("axes12", np.array([1, 2], np.int64)),
+        init("one", np.array(1.0, np.float32)),
+        init("fill", np.array(np.finfo(np.float32).min, np.float32)),
+        init("w", rand(8, 24)),
+        init("wb", rand(24)),
+    ]
+    inputs = [tensor("x", F, ["B", "S", 8]), tensor("m", TensorProto.INT64, ["B", "S"])]
+    return model(nodes, inputs, [tensor("y", F, ["B", "S", 8])], inits, domains=["com.microsoft"])
+
+
+def test_a_key_padding_bias_becomes_the_attentions_own_mask():
+    """The 4-D bias becomes a 2-D mask (Equal(m, 1) as int32, the fill as mask_filter_value):
+    the same numbers for masks of 0 and 1 and for other values, which the bias masks too."""
+    before = key_padding_attention()
+    after = check(before, "AttentionKeyPaddingMask", True)
+    assert ops(after) == {"Attention": 1, "Equal": 1, "Cast": 1}
+    for mask in ([[1, 1, 0, 1], [0, 0, 0, 0]], [[2, 1, -1, 1], [1, 3, 1, 0]]):
+        feeds = {"x": rand(2, 4, 8), "m": np.array(mask, np.int64)}
+        np.testing.assert_allclose(run(after, feeds)[0], run(before, feeds)[0], atol=1e-5)

@@ -190,3 +190,40 @@ def test_every_op_with_graph_attributes_is_looked_into():
     assert ("", "If") in with_graphs and ("", "Loop") in with_graphs
     assert all(may_have_subgraphs(domain, op) for domain, op in with_graphs)
     assert not may_have_subgraphs("", "Relu")
+
+
+def test_shapes_inside_a_branch_read_its_constants():
+    """A branch's values are typed node by node; a ReduceMean whose axes (a Constant in the
+    branch) onnx must read to know the shape it gives: T5's RMS norm inside optimum's merged
+    decoder (an If of the first and the cached step) fused in neither branch before."""
+
+    def rms_norm(prefix: str) -> list[onnx.NodeProto]:
+        n = helper.make_node
+
+        def constant(name: str, values, dtype=TensorProto.FLOAT) -> onnx.NodeProto:
+            value = helper.make_tensor(f"{prefix}{name}_value", dtype, [len(values)], values)
+            return n("Constant", [], [f"{prefix}{name}"], value=value)
+
+        return [
+            constant("axes", [-1], TensorProto.INT64),
+            constant("two", [2.0]),
+            constant("eps", [1e-6]),
+            constant("one", [1.0]),
+            constant("gamma", [0.5, 1.0, 2.0]),
+            n("Pow", ["r", f"{prefix}two"], [f"{prefix}p"]),
+            n("ReduceMean", [f"{prefix}p", f"{prefix}axes"], [f"{prefix}v"], keepdims=1),
+            n("Add", [f"{prefix}v", f"{prefix}eps"], [f"{prefix}ve"]),
+            n("Sqrt", [f"{prefix}ve"], [f"{prefix}s"]),
+            n("Div", [f"{prefix}one", f"{prefix}s"], [f"{prefix}i"]),
+            n("Mul", ["r", f"{prefix}i"], [f"{prefix}n"]),
+            n("Mul", [f"{prefix}gamma", f"{prefix}n"], [f"{prefix}y"]),
+        ]
+
+    before = if_model(rms_norm("t"), "ty", rms_norm("e"), "ey")
+    before.opset_import[0].version = 18
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert branches(after) == {
+        "then_branch": ["SimplifiedLayerNormalization"],
+        "else_branch": ["SimplifiedLayerNormalization"],
+    }
+    run_both_branches(before, after)

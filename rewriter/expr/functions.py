@@ -761,6 +761,10 @@ def _size(x):
 def _list(x):
     if type(x) is list and all(type(v) is int for v in x):
         return list(x)  # a shape, a perm: what numpy would give back anyway
+    if type(x) is list and all(v is None or type(v) in (int, str) for v in x):
+        # a shape with symbolic (or unknown) dims stays one: numpy would make every entry a string
+        budget.charge_elements(len(x), budget.POINTER_BYTES, "a list")
+        return list(x)
     arr = _array(x)
     budget.charge_elements(arr.size, budget.OBJECT_BYTES, "a list of a tensor's elements")
     return arr.reshape(-1).tolist()

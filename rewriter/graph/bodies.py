@@ -13,6 +13,7 @@ from ..onnx_facts.schemas import normalize_domain
 from .names import all_value_names
 from .state import GraphState
 from .subgraphs import outer_references, subgraphs_of
+from .types import infer_body_types
 from .view import GraphView
 from .writing import write_graph
 
@@ -36,10 +37,24 @@ class SubgraphState:
         hints = {
             vi.name: vi.type for vi in (*graph.value_info, *graph.output) if vi.type.WhichOneof("value") is not None
         }
-        types.update({name: root.view.type_of(name) for name in reads if root.view.type_of(name) is not None})
+        outer_types = {name: root.view.type_of(name) for name in reads}
+        types.update({name: t for name, t in outer_types.items() if t is not None})
+        # enclosing graphs' initializers it reads are constants here too (never copied in)
+        tensors = {name: root.view.constant_tensor(name) for name in reads}
+        constants = {name: tensor for name, tensor in tensors.items() if tensor is not None}
+        # every value's type up front, as the main graph's are found (the body's nodes
+        # read alone know far less); values rewrites make are typed lazily (type_of)
+        inferred = infer_body_types(root.source, graph, {n: t for n, t in types.items() if t is not None}, constants)
+        types.update({name: t for name, t in inferred.items() if name not in types})
         try:
             self.view = GraphView(
-                graph, root.opsets, types, outer_values=reads, reserved_names=root.view.value_names, hints=hints
+                graph,
+                root.opsets,
+                types,
+                outer_values=reads,
+                reserved_names=root.view.value_names,
+                hints=hints,
+                outer_constants=constants,
             )
         except ValueError as err:
             raise ModelError(f"malformed subgraph '{graph.name}': {err}") from None

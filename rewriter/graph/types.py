@@ -22,7 +22,7 @@ from .stand_ins import needs_stand_in, stand_ins
 from .symbolic_shapes import refine_computed_shapes
 from .type_reading import is_known_dim, shape_of, type_string
 
-_SMALL_TENSOR = 1024  # elements: initializers up to this size keep their data for inference
+SMALL_TENSOR = 1024  # elements: initializers up to this size keep their data for inference
 
 
 def tensor_type(tensor: TensorProto, pool: ProtoPool | None = None) -> TypeProto:
@@ -84,7 +84,7 @@ def light_model(
         graph.node.extend(nodes)
     graph.initializer.extend(stubs)  # headers, or the few ints a stand-in's Pad/Slice reads
     for tensor in initializers:
-        if _numel(tensor) <= _SMALL_TENSOR and tensor.data_location != TensorProto.EXTERNAL:
+        if _numel(tensor) <= SMALL_TENSOR and tensor.data_location != TensorProto.EXTERNAL:
             graph.initializer.append(tensor)
         else:
             stub = graph.initializer.add()
@@ -153,6 +153,41 @@ def infer_model_types(model: ModelProto) -> dict[str, TypeProto]:
         types.setdefault(name, claimed)
     refine_symbolic_dims(model, graph.node, graph.initializer, types)
     return types
+
+
+def infer_body_types(
+    model: ModelProto,
+    graph: onnx.GraphProto,
+    outer_types: dict[str, TypeProto],
+    outer_constants: dict[str, TensorProto],
+) -> dict[str, TypeProto]:
+    """Types of every value of a subgraph (an If branch, a Loop body) as the main graph's
+    are found (``infer_model_types``): the body as a model of its own whose inputs are its
+    own and the enclosing graphs' values it reads (``outer_types``), those that are
+    initializers there (``outer_constants``) given as initializers (headers only when
+    large: nothing big is copied).  Node-by-node inference alone knows far less: no
+    symbolic dims behind computed shapes, no reading of a Range's bounds."""
+    body = ModelProto()
+    body.ir_version = model.ir_version
+    body.opset_import.extend(model.opset_import)
+    body.functions.extend(model.functions)
+    body.graph.name = graph.name
+    body.graph.node.extend(graph.node)
+    body.graph.input.extend(graph.input)
+    body.graph.output.extend(graph.output)
+    body.graph.value_info.extend(graph.value_info)
+    owned = {vi.name for vi in graph.input} | {t.name for t in graph.initializer}
+    for tensor in (*graph.initializer, *(t for n, t in outer_constants.items() if n not in owned)):
+        if _numel(tensor) <= SMALL_TENSOR and tensor.data_location != TensorProto.EXTERNAL:
+            body.graph.initializer.append(tensor)
+        else:
+            stub = body.graph.initializer.add()
+            stub.name, stub.data_type = tensor.name, tensor.data_type
+            stub.dims.extend(tensor.dims)
+    for name, type_proto in outer_types.items():
+        if name not in owned and name not in outer_constants:
+            body.graph.input.append(helper.make_value_info(name, type_proto))
+    return infer_model_types(body)
 
 
 def source_types(model: ModelProto, pool: ProtoPool | None = None) -> dict[str, TypeProto]:

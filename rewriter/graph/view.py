@@ -51,12 +51,16 @@ class GraphView(Topology):
         constants=None,
         pool: ProtoPool | None = None,
         hints: dict[str, TypeProto] | None = None,
+        outer_constants: dict[str, TensorProto] | None = None,
     ) -> None:
         """``constants`` (a ``loaded_constants.LoadedConstants``) names nodes to load as
         initializers or aliases instead.  ``pool``: where the view makes its node copies
         and types (see proto_pool.py; by default a pool of its own).  ``types`` are known
         types; ``hints`` what the model declares (value_info, outputs): used only where
-        inference finds nothing or leaves dims open (see ``type_of``)."""
+        inference finds nothing or leaves dims open (see ``type_of``).  ``outer_constants``:
+        the initializers of enclosing graphs among ``outer_values`` (a merged decoder's
+        weights, which both its branches read): constants to the rules, read but never
+        deleted, renamed or copied into this graph."""
         super().__init__(FreshNames(reserved_names))
         self.protos = pool if pool is not None else ProtoPool()
         self.opsets = {normalize_domain(d): v for d, v in opsets.items()}
@@ -79,6 +83,7 @@ class GraphView(Topology):
         self.types: dict[str, TypeProto] = dict(types or {})
         self.hints: dict[str, TypeProto] = dict(hints or {})
         self._inferred_nodes: set[NodeId] = set()
+        self.outer_constants: dict[str, TensorProto] = dict(outer_constants or {})
 
         self.graph_inputs = list(graph.input)
         self.graph_outputs = list(graph.output)
@@ -239,7 +244,11 @@ class GraphView(Topology):
         source = entry[0]
         if isinstance(source, int):
             return self._nodes[source]["key"] == ("", "Constant")
-        return source[0] == "init"
+        return source[0] == "init" or (source[0] == "outer" and value in self.outer_constants)
+
+    def constant_tensor(self, value: str) -> TensorProto | None:
+        """The initializer holding ``value``: this graph's, or an enclosing graph's."""
+        return self.initializers.get(value) or self.outer_constants.get(value)
 
     def constant(self, value: str) -> np.ndarray | None:
         """Contents of a constant value (cached), or None when it is not constant."""
@@ -253,13 +262,26 @@ class GraphView(Topology):
             if isinstance(source, int):
                 array = constant_node_value(self._nodes[source]["proto"])
             else:
-                array = numpy_helper.to_array(self.initializers[value])
+                tensor = self.constant_tensor(value)
+                array = None if tensor is None else numpy_helper.to_array(tensor)
         except Exception:  # external data not loaded, sparse, unsupported type...
             return None
         if array is not None:
             array.setflags(write=False)
             self._const_cache[value] = array
         return array
+
+    def _small_constant(self, value: str) -> TensorProto | None:
+        """A constant of at most ``T.SMALL_TENSOR`` elements as a tensor (for inference)."""
+        if not self.is_constant(value):
+            return None
+        tensor = self.constant_tensor(value)
+        if tensor is not None and T.tensor_nbytes(tensor) > 8 * T.SMALL_TENSOR:
+            return None
+        array = self.constant(value)
+        if array is None or array.size > T.SMALL_TENSOR:
+            return None
+        return numpy_helper.from_array(np.asarray(array), value)
 
     def type_of(self, value: str) -> TypeProto | None:
         """A value's type: known, else inferred from its producer's inputs (lazily, once
@@ -272,14 +294,21 @@ class GraphView(Topology):
         if producer is not None and producer not in self._inferred_nodes:
             self._inferred_nodes.add(producer)
             attrs = self._nodes[producer]
-            input_types = {}
+            input_types, input_data = {}, {}
             for name in attrs["inputs"]:
                 if name:
                     t = self.type_of(name)
                     if t is not None:
                         input_types[name] = t
+                    # small constants' contents too (a ReduceMean's axes, a Reshape's
+                    # target): without them onnx cannot tell the output's shape (whole-graph
+                    # inference reads them; a subgraph's nodes are only inferred this way)
+                    data = self._small_constant(name)
+                    if data is not None:
+                        input_data[name] = data
             hints = self.hints
-            for name, t in T.infer_node_types(attrs["proto"], input_types, self.opsets).items():
+            inferred = T.infer_node_types(attrs["proto"], input_types, self.opsets, input_data)
+            for name, t in inferred.items():
                 t = T.merged_type(t, hints.get(name)) if hints else t
                 settled = settled_type(t, self.vanishing, self.dim_aliases) if self.vanishing or self.dim_aliases else t
                 self.types.setdefault(name, settled)
