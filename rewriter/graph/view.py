@@ -248,7 +248,8 @@ class GraphView(Topology):
 
     def constant_tensor(self, value: str) -> TensorProto | None:
         """The initializer holding ``value``: this graph's, or an enclosing graph's."""
-        return self.initializers.get(value) or self.outer_constants.get(value)
+        tensor = self.initializers.get(value)
+        return tensor if tensor is not None else self.outer_constants.get(value)
 
     def constant(self, value: str) -> np.ndarray | None:
         """Contents of a constant value (cached), or None when it is not constant."""
@@ -302,7 +303,7 @@ class GraphView(Topology):
                         input_types[name] = t
                     # small constants' contents too (a ReduceMean's axes, a Reshape's
                     # target): without them onnx cannot tell the output's shape (whole-graph
-                    # inference reads them; a subgraph's nodes are only inferred this way)
+                    # inference reads them; the nodes rewrites make are only typed here)
                     data = self._small_constant(name)
                     if data is not None:
                         input_data[name] = data
