@@ -9,6 +9,7 @@ import onnx
 import pytest
 from helpers import assert_same_outputs, check_rule, init, model, ops, optimize_basic, run, tensor
 from onnx import TensorProto, helper
+
 from rewriter.expr.functions import FUNCTIONS
 from rewriter.expr.values import EvalFailure
 
