@@ -3,8 +3,10 @@
     python bench/compare_ort.py tests/models/*.onnx --level basic
     python bench/compare_ort.py DIR/*.onnx --level extended --peers
 
-For each model: node counts (original, ours, ORT's via optimized_model_filepath, and with
---peers onnxscript's optimize_for_ort and onnxruntime.transformers' optimize_model), the op
+For each model: node counts, subgraphs' nodes included (original, ours, ORT's via
+optimized_model_filepath, and with --peers onnxscript's optimize_for_ort and
+onnxruntime.transformers' optimize_model; an empty graph a peer gives for a model that
+computes something counts as its failure, "-"), the op
 histogram differences against ORT, the fused (non-standard-domain) ops each produced, whether
 our output passes onnx.checker's full check, and the max absolute difference of outputs
 against the original on random inputs (ORT optimizations off).  Exits 1 when any model has
@@ -81,6 +83,28 @@ def transformers_optimized(path: Path) -> onnx.ModelProto | None:
         return None
 
 
+def node_count(graph: onnx.GraphProto) -> int:
+    """Nodes of ``graph`` and of every subgraph in it (a merged decoder's If holds the model)."""
+    count = 0
+    for node in graph.node:
+        count += 1
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                count += node_count(attribute.g)
+            count += sum(node_count(g) for g in attribute.graphs)
+    return count
+
+
+def peer_count(model: onnx.ModelProto | None, original: onnx.ModelProto) -> int | None:
+    """A peer's node count; None where it gave nothing or an empty graph for a model that
+    computes something (the transformers optimizer's output for a merged decoder: a failure
+    it does not report, not a result)."""
+    if model is None:
+        return None
+    count = node_count(model.graph)
+    return None if count == 0 and node_count(original.graph) else count
+
+
 def fused(model: onnx.ModelProto | None) -> dict[str, int]:
     """Histogram of ops outside the standard domain (the fusions' products)."""
     if model is None:
@@ -128,11 +152,11 @@ def compare(path: Path, level: str, peers: bool) -> dict:
     ort_ops = Counter(n.op_type for n in theirs.graph.node)
     return {
         "model": path.name,
-        "original": len(original.graph.node),
-        "ours": len(ours.model.graph.node),
-        "ort": len(theirs.graph.node),
-        "onnxscript": len(script.graph.node) if script is not None else None,
-        "transformers": len(transformers.graph.node) if transformers is not None else None,
+        "original": node_count(original.graph),
+        "ours": node_count(ours.model.graph),
+        "ort": node_count(theirs.graph),
+        "onnxscript": peer_count(script, original),
+        "transformers": peer_count(transformers, original),
         "fused": {
             "ours": fused(ours.model),
             "ORT": fused(theirs),
