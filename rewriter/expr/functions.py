@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import ArgumentError, expect
 from ..onnx_facts.nchwc import nchwc_block_size
 from . import budget
+from . import dim_algebra as algebra
 from .dtypes import FLOAT_TYPES, from_numpy_dtype, to_numpy_dtype
 from .shape_values import dim_product, shape_values
 from .values import EvalFailure, GraphFacts, Ref, materialize
@@ -632,8 +633,8 @@ def _broadcast_shape(*shapes):
     matched against 1 alone, could be either size, so the call fails rather than guess.
     """
     dims_lists = [_shape_dims(s) for s in shapes]
-    budget.charge_elements(max((len(d) for d in dims_lists), default=0), budget.POINTER_BYTES, "a list")
     rank = max((len(d) for d in dims_lists), default=0)
+    budget.charge_elements(rank, budget.POINTER_BYTES, "a list")
     out = []
     for place in range(rank):
         at = [d[len(d) - rank + place] for d in dims_lists if len(d) - rank + place >= 0]
@@ -650,20 +651,23 @@ def _shape_dims(shape) -> list:
 
 
 def _broadcast_dim(dims: list):
-    """The broadcast of the dims at one place: 1s drop out, the rest must be one and the same."""
+    """The broadcast of the dims at one place: 1s drop out, an unknown dim only stands alone,
+    the rest broadcast pairwise as the shape arithmetic proves it (dim_algebra)."""
     if any(isinstance(d, int) and d < 0 for d in dims):
         raise EvalFailure(f"broadcast_shape() of a negative dim in {dims}")
     rest = [d for d in dims if d != 1]
     if not rest:
         return 1
-    first = rest[0]
-    if all(isinstance(d, int) for d in rest) and any(d != first for d in rest):
+    if len(rest) == 1:
+        return rest[0]
+    if all(isinstance(d, int) for d in rest) and len(set(rest)) > 1:
         raise EvalFailure(f"dims {rest} do not broadcast")
-    if first is None and len(rest) == 1:
-        return None
-    if first is None or any(d != first for d in rest):
-        raise EvalFailure(f"broadcast_shape() cannot tell the broadcast of dims {rest}")
-    return first
+    result = rest[0]
+    for d in rest[1:]:
+        result = None if result is None or d is None else algebra.broadcast_result(result, d)
+        if result is None:
+            raise EvalFailure(f"broadcast_shape() cannot tell the broadcast of dims {rest}")
+    return result
 
 
 @_value_fn("take", "x, indices", "list", "the elements of a 1-D list or tensor at indices")
