@@ -88,6 +88,67 @@ def test_int8_activation_pairs_move_to_uint8_and_the_convolution_fuses():
     assert steps_apart(before, after, 0.1) <= ONE_STEP
 
 
+def same_padded_qdq_conv(activations=np.uint8, pad_value=None) -> onnx.ModelProto:
+    """TensorFlow-style "same" padding as TorchScript writes it (HF MobileNet v1), quantized
+    with quantize_static: x -> Q -> DQ -> Pad(value DQ(0)) -> Q -> DQ -> Conv(pads 0) -> Q ->
+    DQ -> y; the Pad pads the bottom and right edges only.  ``pad_value``: a plain float
+    padding value instead."""
+    zero = 128 if activations == np.uint8 else 0
+    value = ["pv"] if pad_value is not None else ["pvd"]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+        *([helper.make_node("DequantizeLinear", ["pvq", "one", "pvq"], ["pvd"])] if pad_value is None else []),
+        helper.make_node("Pad", ["xd", "pads", *value], ["p"], mode="constant"),
+        helper.make_node("QuantizeLinear", ["p", "xs", "xz"], ["pq"]),
+        helper.make_node("DequantizeLinear", ["pq", "xs", "xz"], ["pd"]),
+        helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"]),
+        helper.make_node("Conv", ["pd", "w"], ["c"], strides=[2, 2]),
+        helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["cq"]),
+        helper.make_node("DequantizeLinear", ["cq", "ys", "yz"], ["y"]),
+    ]
+    inits = [
+        scalar("xs", 0.05),
+        scalar("xz", zero, activations),
+        scalar("pvq", 0, np.int8),
+        scalar("one", 1.0),
+        scalar("pv", pad_value if pad_value is not None else 0.0),
+        init("pads", np.array([0, 0, 0, 0, 0, 0, 1, 1], np.int64)),
+        init("wq", RNG.integers(-20, 20, (8, 4, 3, 3)).astype(np.int8)),
+        scalar("ws", 0.02),
+        scalar("wz", 0, np.int8),
+        scalar("ys", 0.1),
+        scalar("yz", zero, activations),
+    ]
+    return model(nodes, [tensor("x", F, [1, 4, 6, 6])], [tensor("y", F, [1, 8, 3, 3])], inits)
+
+
+@pytest.mark.parametrize("activations", [np.uint8, np.int8], ids=["U8S8", "S8S8"])
+def test_a_quantized_same_padding_folds_into_the_quantized_convolution(activations):
+    """The Quantize after the Pad moves before it (the padding value quantized with it),
+    cancels the Dequantize there, and the Pad of the integers with their zero point becomes
+    the QLinearConv's own padding; int8 activations move to uint8 through the Pad too."""
+    before = same_padded_qdq_conv(activations)
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert ops(after) == {"QuantizeLinear": 1, "QLinearConv": 1, "DequantizeLinear": 1}
+    (conv,) = [n for n in after.graph.node if n.op_type == "QLinearConv"]
+    assert helper.get_attribute_value(next(a for a in conv.attribute if a.name == "pads")) == [0, 0, 1, 1]
+    assert steps_apart(before, after, 0.1) <= ONE_STEP
+    rewriter.check_model(after, full_check=True)
+
+
+def test_a_padding_value_other_than_zero_stays_a_pad_on_the_integers():
+    """Padding with 0.37 quantizes to an integer other than the zero point: the Pad moves
+    onto the integers with that integer and stays, the convolution still fuses."""
+    before = same_padded_qdq_conv(pad_value=0.37)
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert ops(after) == {"QuantizeLinear": 1, "Pad": 1, "QLinearConv": 1, "DequantizeLinear": 1}
+    (pad,) = [n for n in after.graph.node if n.op_type == "Pad"]
+    values = {t.name: onnx.numpy_helper.to_array(t) for t in after.graph.initializer}
+    assert values[pad.input[2]] == 128 + round(0.37 / 0.05)
+    assert steps_apart(before, after, 0.1) <= ONE_STEP
+
+
 def test_a_bias_of_another_scale_and_a_requantizing_move_are_left():
     before = qdq_conv(bias_scale=0.003, moved_scale=0.2)
     after = rewriter.optimize(before, level="extended", providers="CPU").model
@@ -170,6 +231,35 @@ def test_the_layout_level_runs_quantized_convolutions_channels_last():
     assert conv.domain == "com.microsoft" and helper.get_attribute_value(conv.attribute[-1]) == 1
     assert ops(after)["Transpose"] == 2  # into NHWC before it, back after it
     assert steps_apart(before, after, 0.1) <= ONE_STEP
+
+
+def test_a_quantized_max_pool_between_convolutions_stays_channels_last():
+    """conv -> MaxPool -> conv on uint8 (a quantized ResNet's stem): the pool runs as
+    NhwcMaxPool, so the two convolutions share one NHWC region (two Transposes in all)."""
+    xs, ws, ys = 0.05, 0.02, 0.1
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "z"], ["xq"])]
+    value = "xq"
+    for i, op in enumerate(["Conv", "MaxPool", "Conv"]):
+        nodes.append(helper.make_node("DequantizeLinear", [value, "ys" if i else "xs", "z"], [f"d{i}"]))
+        if op == "Conv":
+            nodes.append(helper.make_node("DequantizeLinear", [f"w{i}", "ws", "wz"], [f"wd{i}"]))
+            nodes.append(helper.make_node("Conv", [f"d{i}", f"wd{i}"], [f"o{i}"], pads=[1, 1, 1, 1]))
+        else:
+            nodes.append(
+                helper.make_node(
+                    "MaxPool", [f"d{i}"], [f"o{i}"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]
+                )
+            )
+        nodes.append(helper.make_node("QuantizeLinear", [f"o{i}", "ys", "z"], [f"q{i}"]))
+        value = f"q{i}"
+    nodes.append(helper.make_node("DequantizeLinear", [value, "ys", "z"], ["y"]))
+    inits = [scalar("xs", xs), scalar("ys", ys), scalar("ws", ws), scalar("z", 128, np.uint8), scalar("wz", 0, np.int8)]
+    inits += [init(f"w{i}", RNG.integers(-20, 20, (4, 4, 3, 3)).astype(np.int8)) for i in (0, 2)]
+    before = model(nodes, [tensor("x", F, [1, 4, 6, 6])], [tensor("y", F, [1, 4, 3, 3])], inits)
+    after = rewriter.optimize(before, level="layout", providers="CPU", layout_may_grow=True).model
+    assert ops(after)["NhwcMaxPool"] == 1 and ops(after)["Transpose"] == 2 and "MaxPool" not in ops(after)
+    assert steps_apart(before, after, 0.1) <= ONE_STEP
+    rewriter.check_model(after, full_check=True)
 
 
 def stand_in_shape(node: onnx.NodeProto, known: dict[str, tuple[int, list]]) -> list:

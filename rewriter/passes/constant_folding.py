@@ -13,7 +13,9 @@
 
 Not folded: nondeterministic ops, control flow, DequantizeLinear (QDQ patterns must stay
 visible to later fusions; a QuantizeLinear of a constant is folded into the integers its
-DequantizeLinear reads, as onnxruntime folds it), nodes producing graph outputs, and outputs
+DequantizeLinear reads, as onnxruntime folds it) unless only QuantizeLinears read it (a
+constant requantized: a quantized Pad's value once its Quantize moved ahead of it, which no
+fusion reads as a pair), nodes producing graph outputs, and outputs
 that would blow the model up (larger than 16 MiB and more than twice their inputs), and
 nodes reading more than 64 MiB of constants (evaluating them would copy the weights).
 
@@ -244,7 +246,7 @@ def _fold_static_shapes(view: GraphView) -> list[str]:
 
 def _foldable(view: GraphView, node_id: NodeId, constant_values: set[str]) -> bool:
     domain, op = view.node_key(node_id)
-    if domain != "" or op in NOT_FOLDED:
+    if domain != "" or (op in NOT_FOLDED and not (op == "DequantizeLinear" and _requantized_only(view, node_id))):
         return False
     is_constant = view.is_constant
     inputs = view.inputs(node_id)
@@ -259,6 +261,13 @@ def _foldable(view: GraphView, node_id: NodeId, constant_values: set[str]) -> bo
     return sum(_nbytes(view, i) for i in inputs if i) <= LARGE_INPUT
 
 
+def _requantized_only(view: GraphView, node_id: NodeId) -> bool:
+    """Whether every reader of this DequantizeLinear's output is a QuantizeLinear's input:
+    a constant dequantized only to be quantized again, a pair no QDQ fusion reads."""
+    readers = view.consumers(view.outputs(node_id)[0])
+    return bool(readers) and all(slot == 0 and view.node_key(r) == ("", "QuantizeLinear") for r, slot in readers)
+
+
 def _foldable_nodes(view: GraphView, changed: list[NodeId] | None = None) -> list[NodeId]:
     """Standard-domain nodes computable from constants alone, in topological order: all of
     them, or those reachable from ``changed`` through foldable nodes."""
@@ -267,6 +276,13 @@ def _foldable_nodes(view: GraphView, changed: list[NodeId] | None = None) -> lis
     if changed is None:  # what reads a constant starts every constant computation
         changed = [c for name in view.constant_values() for c, _ in view.consumer_slots(name)]
     queue = list(changed)
+    # a DequantizeLinear of constants becomes foldable when its readers change (all of
+    # them QuantizeLinears now): asked again from the changed reader's side
+    for node_id in changed:
+        if view.has_node(node_id) and view.node_key(node_id) == ("", "QuantizeLinear"):
+            source = view.producer(view.inputs(node_id)[0])
+            if source is not None and view.node_key(source) == ("", "DequantizeLinear"):
+                queue.append(source)
     while queue:
         node_id = queue.pop()
         if node_id in chosen or not _foldable(view, node_id, constant_values):

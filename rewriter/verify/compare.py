@@ -202,6 +202,14 @@ def compare_outputs(
             continue
         if expected.dtype.kind != "f":
             if not np.array_equal(expected, actual):
+                if expected.dtype.kind in "iu" and expected.shape == actual.shape:  # by how much
+                    steps = np.abs(expected.astype(np.int64) - actual.astype(np.int64))
+                    worst_abs = max(worst_abs, float(steps.max()))
+                    return (
+                        Difference(name, f"output '{name}' differs by {int(steps.max())}", worst_abs),
+                        worst_abs,
+                        worst_rel,
+                    )
                 return Difference(name, f"output '{name}' differs"), worst_abs, worst_rel
             continue
         a, b = expected.astype(np.float64), actual.astype(np.float64)

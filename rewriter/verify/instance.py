@@ -568,13 +568,13 @@ class _Builder:
             array = np.asarray(_const_value(hint.value))
             if array.dtype == np.float64:
                 partner = ctx.type(0) if slot > 0 else None
-                array = array.astype(
-                    helper.tensor_dtype_to_np_dtype(
-                        partner if partner in FLOATS else ctx.dtype if ctx.dtype in FLOATS else TensorProto.FLOAT
-                    )
-                )
+                chosen = partner if partner in FLOATS else ctx.dtype if ctx.dtype in FLOATS else TensorProto.FLOAT
+                allowed = input_types(ctx.info, slot)
+                if allowed and TYPE_NAMES.get(chosen) not in allowed:  # QLinearConv's scales: float only
+                    chosen = next((t for t in FLOATS if TYPE_NAMES.get(t) in allowed), chosen)
+                array = array.astype(helper.tensor_dtype_to_np_dtype(chosen))
             elif array.dtype.kind in "iu":
-                array = array.astype(hinted_integer_type(array.dtype, ctx, slot))
+                array = typed_like_sibling(array.astype(hinted_integer_type(array.dtype, ctx, slot)), ctx, slot)
             return self.add_value(name, Spec(0, list(array.shape), self._maybe_special(name, array)), True)
         if hint is not None and hint.dims is not None:
             dtype = DTYPES[hint.dtype] if hint.dtype else ctx.dtype
@@ -635,6 +635,12 @@ class _Builder:
         (``absent(b)``), else half the time."""
         one_in = 8 if name in self.wanted_absent else 8 / 7 if name in self.wanted_present else 2
         return self.chance(one_in, f"{name} present")
+
+    def hinted_absent(self, name: str) -> bool:
+        """Whether an example gives the optional input ``name`` as ``none`` (drawn absent:
+        a present one would be an initializer holding nothing)."""
+        hint = self.hints.get(name)
+        return hint is not None and hint.value is not None and _const_value(hint.value) is None
 
     def hinted_varied(self) -> None:
         """One hinted item was varied (one per instance, two in the varied stratum)."""
@@ -865,7 +871,9 @@ class _Builder:
             if isinstance(arg, A.VarArg):
                 if arg.name in self.values:
                     inputs.append(self.values[arg.name])
-                elif arg.optional and (slot >= _max_inputs(ctx) or not self.optional_present(arg.name)):
+                elif arg.optional and (
+                    slot >= _max_inputs(ctx) or self.hinted_absent(arg.name) or not self.optional_present(arg.name)
+                ):
                     self.values[arg.name] = ""
                     inputs.append("")
                 else:
@@ -976,6 +984,22 @@ def hinted_integer_type(dtype: np.dtype, ctx: NodeContext, slot: int) -> np.dtyp
         if TYPE_NAMES[candidate] in allowed and helper.tensor_dtype_to_np_dtype(candidate).kind in "iu":
             return helper.tensor_dtype_to_np_dtype(candidate)
     return np.dtype(np.int64)
+
+
+def typed_like_sibling(array: np.ndarray, ctx: NodeContext, slot: int) -> np.ndarray:
+    """An integer hint in the integer type of an input already drawn that shares its type
+    parameter, where its values fit: ``xz = 3`` beside a uint8 ``x`` (a zero point, a Pad's
+    value) is a uint8, as the op requires; the schema alone only says T1 is int8 or uint8."""
+    info = ctx.info
+    if info is None:
+        return array
+    for other, known in enumerate(ctx.known):
+        if other == slot or not known or info.formal(other) != info.formal(slot):
+            continue
+        dtype = helper.tensor_dtype_to_np_dtype(known[0])
+        if dtype.kind in "iu" and np.array_equal(array.astype(dtype).astype(array.dtype), array):
+            return array.astype(dtype)
+    return array
 
 
 def schema_typed(spec: Spec, ctx: NodeContext, slot: int) -> Spec:
