@@ -105,6 +105,64 @@ def test_a_gather_of_one_index_reads_through_a_transpose_that_moves_only_its_axi
     check(gather_of_transpose([1, 2, 0, 3], 0), "GatherTransposeFusion", False)  # the others swap
 
 
+def padding_mask_gather(batch, keys: str, static: bool = False) -> onnx.ModelProto:
+    """transformers 4.x's padding mask as torch.export writes it: attention_mask[b, kv] for
+    b < B (the mask's Shape) and kv < T (the cache's length + 1), through Max, Expand,
+    Unsqueeze, Concat and GatherND; ``static``: the index grid folded to a constant."""
+    i64 = TensorProto.INT64
+    nodes = [helper.make_node("Cast", ["mask"], ["m"], to=TensorProto.BOOL)]
+    inits = [init("zero", np.array(0, np.int64)), init("one", np.array(1, np.int64))]
+    if static:
+        b, t = batch, 5
+        grid = np.stack(np.meshgrid(np.arange(b), np.arange(t), indexing="ij"), -1).astype(np.int64)
+        inits.append(init("c", grid))
+        inputs = [tensor("mask", i64, [b, t + 2])]
+    else:
+        nodes += [
+            helper.make_node("Shape", ["mask"], ["b"], start=0, end=1),
+            helper.make_node("Squeeze", ["b"], ["n0"]),
+            helper.make_node("Range", ["zero", "n0", "one"], ["ar0"]),
+            helper.make_node("Reshape", ["ar0", "col"], ["r"]),
+            helper.make_node("Shape", ["past"], ["p"], start=2, end=3),
+            helper.make_node("Squeeze", ["p"], ["ps"]),
+            helper.make_node("Add", ["one", "ps"], ["n1"]),
+            helper.make_node("Range", ["zero", "n1", "one"], ["t"]),
+            helper.make_node("Max", ["r", "t"], ["mx"]),
+            helper.make_node("Shape", ["mx"], ["s"]),
+            helper.make_node("Expand", ["r", "s"], ["er"]),
+            helper.make_node("Unsqueeze", ["er", "last"], ["ur"]),
+            helper.make_node("Expand", ["t", "s"], ["et"]),
+            helper.make_node("Unsqueeze", ["et", "last"], ["ut"]),
+            helper.make_node("Concat", ["ur", "ut"], ["c"], axis=-1),
+        ]
+        inits += [init("col", np.array([-1, 1], np.int64)), init("last", np.array([-1], np.int64))]
+        inputs = [tensor("mask", i64, [batch, keys]), tensor("past", F, [batch, 2, "past", 4])]
+    nodes.append(helper.make_node("GatherND", ["m", "c"], ["y"]))
+    out = [batch, 5] if static else [batch, keys]
+    return model(nodes, inputs, [tensor("y", TensorProto.BOOL, out)], inits, opset=18)
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
+def test_an_index_grid_over_the_padding_mask_becomes_a_slice(static):
+    # the mask's width named apart from the cache's length: nothing ties the two but the run
+    before = padding_mask_gather(2 if static else "batch", keys="width", static=static)
+    after = optimize_basic(before).model
+    assert "GatherND" not in ops(after) and "Expand" not in ops(after)
+    if static:
+        assert_same_outputs(before, after)
+        return
+    rng = np.random.default_rng(3)
+    # a mask as long as the cache plus one, one longer (the grid reads its first columns),
+    # and an empty batch (the grid gives its T columns whatever the mask's width)
+    for batch, past, width in [(3, 4, 5), (2, 3, 5), (0, 3, 2)]:
+        feeds = {
+            "mask": rng.integers(0, 2, (batch, width)).astype(np.int64),
+            "past": np.zeros((batch, 2, past, 4), np.float32),
+        }
+        (want,), (got,) = run(before, feeds), run(after, feeds)
+        assert want.shape == got.shape == (batch, past + 1) and (want == got).all()
+
+
 def test_dropout_elimination_in_inference():
     after = check(
         unary(tail(helper.make_node("Dropout", ["x", "ratio"], ["t"])), inits=[init("ratio", np.float32(0.3))]),
