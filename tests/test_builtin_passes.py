@@ -158,6 +158,28 @@ def test_cse_keeps_nodes_that_differ_in_attributes_or_constants():
     assert ops(optimize_with(m, CSE_ONLY).model) == {"Add": 2, "LeakyRelu": 2, "Sum": 1}
 
 
+def test_cse_takes_an_attribute_set_to_its_default_for_an_absent_one():
+    # the dynamo exporter writes Reshape {allowzero: 0} beside a bare Reshape of the same target
+    m = model(
+        [
+            helper.make_node("Reshape", ["x", "s"], ["a"]),
+            helper.make_node("Reshape", ["x", "s"], ["b"], allowzero=0),
+            helper.make_node("Reshape", ["x", "s"], ["c"], allowzero=1),
+            helper.make_node("LeakyRelu", ["x"], ["l1"]),
+            helper.make_node("LeakyRelu", ["x"], ["l2"], alpha=0.01),
+            helper.make_node("LeakyRelu", ["x"], ["l3"], alpha=0.2),
+            helper.make_node("Concat", ["a", "b", "c"], ["r"], axis=0),
+            helper.make_node("Concat", ["l1", "l2", "l3"], ["l"], axis=0),
+        ],
+        [tensor("x", F, [2, 3])],
+        [tensor("r", F, [9, 2]), tensor("l", F, [6, 3])],
+        [init("s", np.array([3, 2], np.int64))],
+    )
+    result = optimize_with(m, CSE_ONLY)
+    assert ops(result.model) == {"Reshape": 2, "LeakyRelu": 2, "Concat": 2}
+    assert_same_outputs(m, result.model)
+
+
 def test_cse_keeps_duplicates_that_are_graph_outputs():
     m = model(
         [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Relu", ["x"], ["b"])],

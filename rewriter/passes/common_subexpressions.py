@@ -1,7 +1,9 @@
 """Built-in pass ``common_subexpression_elimination`` (ORT's ConstantSharing + CSE, level 1).
 
 Two nodes compute the same thing when they have the same op, domain, attributes and the same
-inputs — where equal small constants (same type, shape and bytes) count as the same input.
+inputs — where equal small constants (same type, shape and bytes) count as the same input,
+and an attribute set to its schema's default counts as absent (exporters write
+``Reshape {allowzero: 0}`` beside a bare ``Reshape``).
 The later node's outputs are replaced by the earlier one's, then it is dead and removed.
 (Equal constants of the model as loaded are already shared while loading, see
 passes/on_load.py; this pass merges the ones computed later.)
@@ -13,8 +15,13 @@ nodes placed differently (another layering annotation or execution provider).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+from onnx import AttributeProto
+
 from ..graph.state import GraphState
 from ..graph.view import GraphView, NodeId
+from ..onnx_facts.schemas import attribute_default, attribute_value
 from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
 from .on_load import contents_key
 
@@ -27,6 +34,23 @@ _KEYS_CACHE = "cse_constant_keys"  # name -> (tensor, key): a view's tensors are
 # key -> the first initializer seen with it, kept between runs: an incremental run looks up
 # the constants its changed nodes read instead of going through every initializer again
 _INDEX_CACHE = "cse_constant_index"
+
+
+_PLAIN_ATTRIBUTES = frozenset(
+    {AttributeProto.INT, AttributeProto.FLOAT, AttributeProto.STRING, AttributeProto.INTS, AttributeProto.FLOATS}
+)
+
+
+@lru_cache(maxsize=4096)
+def _attribute_key(domain: str, op: str, version: int | None, blob: bytes) -> bytes | None:
+    """An attribute's part of a node key: its bytes, or None when it holds its schema's
+    default (a plain number, string or list of them; the op as this opset defines it)."""
+    attribute = AttributeProto.FromString(blob)
+    if attribute.type in _PLAIN_ATTRIBUTES:
+        default = attribute_default(domain, op, version, attribute.name)
+        if default is not None and attribute_value(attribute) == default:
+            return None
+    return blob
 
 
 def _constant_key(view: GraphView, value: str) -> tuple | None:
@@ -99,7 +123,11 @@ class _Keys:
             return None
         proto = view.node(node_id)
         placement = view.metadata(node_id)
-        attributes = tuple(sorted(a.SerializeToString() for a in proto.attribute)) if proto.attribute else ()
+        attributes = ()
+        if proto.attribute:
+            version = view.opset(domain)
+            blobs = (_attribute_key(domain, op, version, a.SerializeToString()) for a in proto.attribute)
+            attributes = tuple(sorted(b for b in blobs if b is not None))
         return (
             domain,
             op,
