@@ -181,21 +181,21 @@ def _target_dims(node: NodeProto, target: list, source: list, current: list | No
 
 
 def _range_length(facts: ShapeFacts, node: NodeProto) -> int | str | None:
-    start, delta = facts.constant(node.input[0]), facts.constant(node.input[2]) if len(node.input) > 2 else None
-    if (
-        start is None
-        or delta is None
-        or start.size != 1
-        or delta.size != 1
-        or int(start.ravel()[0]) != 0
-        or int(delta.ravel()[0]) != 1
-    ):
+    """The length of Range(start, limit, 1), limit - start (ONNX: max(0, limit - start)), where
+    it is a number or provably >= 0: Range(0, n, 1) has n elements, and a decoding step's
+    positions Range(past, past + new, 1) have new (start and limit computed from shapes)."""
+    delta = facts.constant(node.input[2]) if len(node.input) > 2 else None
+    if delta is None or delta.size != 1 or delta.ravel()[0] != 1:
         return None
     try:
+        (start,) = shape_values(facts, node.input[0])
         (limit,) = shape_values(facts, node.input[1])
+        length = dim_difference(limit, start)
     except (EvalFailure, ValueError):
         return None
-    return limit if _is_known(limit) else None
+    if isinstance(length, int):
+        return max(length, 0)
+    return facts.settled_dim(length) if provably_nonnegative(length) else None
 
 
 def _sliced_dims(facts: ShapeFacts, node: NodeProto, source: list | None, current: list | None) -> list | None:
@@ -620,7 +620,7 @@ def resolved_types(
         current = shape_of(types.get(out))
         if (current is not None and all(_is_known(d) for d in current)) or types.get(out) is None:
             continue
-        if node.op_type == "Range":  # Range(0, n, 1) has n elements
+        if node.op_type == "Range":
             length = _range_length(facts, node)
             if length is not None:
                 length = aliases.get(length, length) if isinstance(length, str) else length
