@@ -236,6 +236,31 @@ def test_torchscript_llama_with_a_cache_and_dynamic_axes_gets_attention(past, ne
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("past, new", [(3, 1), (0, 4), (2, 3)])
+def test_transformers_4_46_llama_cache_step_gets_rotary_embeddings(past, new):
+    # before transformers 4.48 the positions of a step are Range(past, past + new), past
+    # read from the cache's shape: their count is new, which the rotary fusions need known
+    before, after, ops = _checked_extended("llama_kv_ts_dynamic_tf446.onnx")
+    assert ops["RotaryEmbedding"] == 4 and ops["MultiHeadAttention"] == 2 and ops["Softmax"] == 0
+    feeds = _llama_cache_feeds(1, past=past, new=new)
+    for want, got in zip(run(before, feeds), run(after, feeds)):
+        np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
+
+
+def test_transformers_4_46_gpt_neox_attention_over_heads_folded_into_the_batch():
+    # GPT-NeoX before transformers 4.48: torch.baddbmm of q and k viewed as [B*N, S, H] into
+    # a zeros tensor (ConstantOfShape with dynamic axes), viewed back as [B, N, S, S], the
+    # causal mask filled in by Where, then the padding mask added
+    before, after, ops = _checked_extended("gpt_neox_ts_dynamic_tf446.onnx")
+    assert ops["RotaryEmbedding"] == 4 and ops["MultiHeadAttention"] == 2 and ops["Softmax"] == 0
+    rng = np.random.default_rng(7)
+    mask = np.ones((2, 5), np.int64)
+    mask[0, :2] = 0  # left padding
+    feeds = {"input_ids": rng.integers(0, 128, (2, 5)).astype(np.int64), "attention_mask": mask}
+    for want, got in zip(run(before, feeds), run(after, feeds)):
+        np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
+
+
 def test_torchscript_sdpa_attention_keeps_fully_masked_rows_zero():
     # TorchScript's SDPA: a -inf mask and Where(IsNaN(p), 0, p); left padding leaves the
     # padded queries with nothing to attend to, rows the guard makes 0
