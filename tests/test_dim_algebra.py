@@ -348,6 +348,44 @@ def test_a_length_the_model_bounds_by_a_broadcast_is_the_sequence(declared):
 
 
 @pytest.mark.parametrize("declared", [True, False])
+def test_what_reads_a_bounded_broadcast_is_typed_with_the_sequence(declared):
+    # the broadcast's own type is corrected once the bound settles (seq <= 128); a
+    # LayerNormalization reading it was typed before, from the dim inference had left
+    # unnamed, and is inferred again (BROS: every SkipLayerNormalization after it needs seq)
+    from rewriter.graph.model import ModelState
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "i1"], ["n"], axis=0),
+        helper.make_node("Min", ["cap", "n"], ["m"]),
+        helper.make_node("Unsqueeze", ["m", "zero"], ["m1"]),
+        helper.make_node("Slice", ["P", "zero", "m1", "zero"], ["p"]),
+        helper.make_node("Add", ["x", "p"], ["a"]),
+        helper.make_node("LayerNormalization", ["a", "g", "bias"], ["ln"], axis=-1),
+        helper.make_node("Relu", ["ln"], ["y"]),
+    ]
+    inits = [
+        init("P", np.random.default_rng(0).standard_normal((128, 16)).astype(np.float32)),
+        init("cap", np.array(128, np.int64)),
+        init("zero", np.array([0], np.int64)),
+        init("i1", np.array(1, np.int64)),
+        init("g", np.ones(16, np.float32)),
+        init("bias", np.zeros(16, np.float32)),
+    ]
+    value_info = [tensor("p", TensorProto.FLOAT, ["Min(128, seq)", 16])] if declared else []
+    m = model(
+        nodes,
+        [tensor("x", TensorProto.FLOAT, ["batch", "seq", 16])],
+        [tensor("y", TensorProto.FLOAT, None)],
+        inits,
+        value_info=value_info,
+    )
+    view = ModelState(m).view
+    assert view.shape("a") == ["batch", "seq", 16]
+    assert view.shape("ln") == ["batch", "seq", 16] and view.shape("y") == ["batch", "seq", 16]
+
+
+@pytest.mark.parametrize("declared", [True, False])
 @pytest.mark.parametrize("kind", ["unbounded", "dead"])
 def test_a_clamped_length_nothing_bounds_stays_computed(kind, declared):
     m = positions_model(bounded=kind == "dead", dead=kind == "dead", declared=declared)

@@ -36,6 +36,10 @@ from .wire import ModelParts
 from .writing import write_graph
 
 
+# re-inferences after corrected broadcasts while loading (each may correct more readers)
+_CORRECTION_ROUNDS = 3
+
+
 class ModelState:
     """The main graph as a ``GraphView`` plus the model-level fields needed to write it back."""
 
@@ -77,7 +81,12 @@ class ModelState:
         new = {total: name for total, name in found.items() if total not in self.dim_aliases}
         self.dim_aliases.update(new)
         self._settle_bounds(None, renamed=bool(new))
-        view.correct_broadcasts(view.nodes_in_order())
+        corrected = view.correct_broadcasts(view.nodes_in_order())
+        for _ in range(_CORRECTION_ROUNDS):  # their readers were typed from the dims inference had
+            if not corrected:
+                break
+            readers = [r for value in corrected for r, _ in view.consumer_slots(value)]
+            corrected = self._reinfer(_incomplete_region(view, readers))[1]
         self._inferred_at = 0  # position in view.changes the types reflect
         self.added_domains: dict[str, int] = {}
         self.functions = [FunctionProto() for _ in model.functions]  # optimized copies
@@ -147,6 +156,15 @@ class ModelState:
         self._inferred_at = position
         if not region:
             return 0
+        return self._reinfer(region)[0]
+
+    def _reinfer(self, region: set[int]) -> tuple[int, list[str]]:
+        """Re-infer the nodes of ``region`` (in order), what they read from outside declared
+        with the types known now; then settle its bounds and correct its broadcasts.  Returns
+        how many types inference improved and the values whose broadcast was corrected."""
+        view = self.view
+        if not region:
+            return 0, []
         nodes = [view.node(n) for n in view.topological_ids(region)]
         produced = {o for n in nodes for o in n.output if o}
         reads = dict.fromkeys(i for n in nodes for i in n.input if i and i not in produced)
@@ -164,8 +182,7 @@ class ModelState:
             self.source, nodes, initializers, view.types, inputs, (), self.opsets, aliases=self.dim_aliases
         )
         self._settle_bounds(region, produced)  # (a rewrite's nodes run too)
-        view.correct_broadcasts(nodes)
-        return improved
+        return improved, view.correct_broadcasts(nodes)
 
     def _settle_bounds(self, region: set[int] | None, values: set[str] | None = None, renamed: bool = False) -> None:
         """Take as 0 the dims' ``Max(0, d)`` atoms that broadcasts among the main graph's

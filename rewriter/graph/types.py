@@ -20,7 +20,7 @@ from .data_propagation import data_propagation_safe
 from .proto_pool import ProtoPool
 from .stand_ins import needs_stand_in, stand_ins
 from .symbolic_shapes import refine_computed_shapes
-from .type_reading import is_known_dim, shape_of, type_string
+from .type_reading import is_known_dim, known_dim_count, shape_of, type_string
 
 SMALL_TENSOR = 1024  # elements: initializers up to this size keep their data for inference
 
@@ -329,16 +329,23 @@ def _known_dims(type_proto: TypeProto | None) -> int:
     return -1 if shape is None else sum(isinstance(d, int) for d in shape)
 
 
+def _better(new: TypeProto, old: TypeProto) -> bool:
+    """More static dims, or as many and more named ones (a dim an exporter named, where
+    inference had left an unnamed one: a LayerNorm after a broadcast its bounds settled)."""
+    static_new, static_old = _known_dims(new), _known_dims(old)
+    return static_new > static_old or (static_new == static_old and known_dim_count(new) > known_dim_count(old))
+
+
 def refine_types(
     types: dict[str, TypeProto], light: ModelProto, without_stand_ins: Callable[[], ModelProto] | None = None
 ) -> int:
-    """Re-run inference on ``light`` and keep every type it knows better (more static
-    dims); returns how many improved.  Used after constant folding resolved shapes.
+    """Re-run inference on ``light`` and keep every type it knows better (``_better``);
+    returns how many improved.  Used after constant folding resolved shapes.
     ``without_stand_ins``: see ``inferred_types``."""
     improved = 0
     for name, new in inferred_types(light, without_stand_ins).items():
         old = types.get(name)
-        if old is None or (old != new and _known_dims(new) > _known_dims(old)):
+        if old is None or (old != new and _better(new, old)):
             types[name] = new
             improved += 1
     return improved

@@ -392,13 +392,17 @@ class GraphView(Topology):
         wanted = seen if nodes is None else seen.intersection(nodes)
         return [self.node(n) for n in self.topological_ids(wanted)]
 
-    def correct_broadcasts(self, nodes: Iterable[NodeProto]) -> None:
+    def correct_broadcasts(self, nodes: Iterable[NodeProto]) -> list[str]:
         """Give these nodes' elementwise outputs the dims their inputs provably broadcast to
-        (symbolic_shapes.broadcast_output_type), where inference named another."""
+        (symbolic_shapes.broadcast_output_type), where inference named another; returns the
+        values corrected (their readers were typed from the old dims)."""
+        values = []
         for node in nodes:
             corrected = broadcast_output_type(node, self.types.get)
             if corrected is not None:
                 self.types[node.output[0]] = corrected
+                values.append(node.output[0])
+        return values
 
     def opset(self, domain: str) -> int | None:
         return self.opsets.get(normalize_domain(domain))
