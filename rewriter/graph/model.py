@@ -35,7 +35,6 @@ from .view import GraphView
 from .wire import ModelParts
 from .writing import write_graph
 
-
 # re-inferences after corrected broadcasts while loading (each may correct more readers)
 _CORRECTION_ROUNDS = 3
 

@@ -21,8 +21,8 @@ from onnx import AttributeProto
 
 from ..graph.state import GraphState
 from ..graph.view import GraphView, NodeId
-from ..onnx_facts.schemas import attribute_default, attribute_value
 from ..onnx_facts.placement import EXECUTION_PROVIDER_KEY, LAYER_ANNOTATION_KEY
+from ..onnx_facts.schemas import attribute_default, attribute_value
 from .on_load import contents_key
 
 _NONDETERMINISTIC = frozenset(
