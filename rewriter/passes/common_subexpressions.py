@@ -123,7 +123,7 @@ class _Keys:
             return None
         proto = view.node(node_id)
         placement = view.metadata(node_id)
-        attributes = ()
+        attributes: tuple[bytes, ...] = ()
         if proto.attribute:
             version = view.opset(domain)
             blobs = (_attribute_key(domain, op, version, a.SerializeToString()) for a in proto.attribute)
