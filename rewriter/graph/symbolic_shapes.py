@@ -181,9 +181,10 @@ def _target_dims(node: NodeProto, target: list, source: list, current: list | No
 
 
 def _range_length(facts: ShapeFacts, node: NodeProto) -> int | str | None:
-    """The length of Range(start, limit, 1), limit - start (ONNX: max(0, limit - start)), where
-    it is a number or provably >= 0: Range(0, n, 1) has n elements, and a decoding step's
-    positions Range(past, past + new, 1) have new (start and limit computed from shapes)."""
+    """The length of Range(start, limit, 1), max(0, limit - start): Range(0, n, 1) has n
+    elements (n as the model names it: where it runs, n is a size), and a decoding step's
+    positions Range(past, past + new, 1) have new (start and limit computed from shapes) —
+    another difference only where it is a number or provably >= 0."""
     delta = facts.constant(node.input[2]) if len(node.input) > 2 else None
     if delta is None or delta.size != 1 or delta.ravel()[0] != 1:
         return None
@@ -195,6 +196,8 @@ def _range_length(facts: ShapeFacts, node: NodeProto) -> int | str | None:
         return None
     if isinstance(length, int):
         return max(length, 0)
+    if start == 0:  # Range(0, n, 1): n, as the sizes the model computes it from name it
+        return limit if _is_known(limit) else None
     return facts.settled_dim(length) if provably_nonnegative(length) else None
 
 
