@@ -304,12 +304,13 @@ def test_a_broadcast_bounds_a_clamped_dim_only_where_it_must():
     assert without_atoms("Max(0, past + -126) + 1", {"Max(0, past + -127)"}) == "Max(0, past + -126) + 1"
 
 
-def positions_model(bounded: bool, dead: bool = False, declared: bool = True):
+def positions_model(bounded: bool, dead: bool = False, declared: bool = True, normalized: bool = False):
     """dynamo's form of a table of 128 positions sliced to the sequence: its length is
     Min(128, seq), and the view after it is to [batch, Min(128, seq), 16].  ``bounded``:
     the slice is added to x (a broadcast of seq against Min(128, seq), which runs only
     where seq <= 128); else it is an output of its own and nothing bounds seq.  ``dead``:
-    that sum is computed but nothing reads it (onnxruntime does not run it)."""
+    that sum is computed but nothing reads it (onnxruntime does not run it).
+    ``normalized``: a LayerNormalization of the sum ("normed") is what the view reads."""
     nodes = [
         helper.make_node("Shape", ["x"], ["s"]),
         helper.make_node("Gather", ["s", "i0"], ["b"], axis=0),
@@ -318,9 +319,10 @@ def positions_model(bounded: bool, dead: bool = False, declared: bool = True):
         helper.make_node("Unsqueeze", ["m", "zero"], ["m1"]),
         helper.make_node("Slice", ["P", "zero", "m1", "zero"], ["p"]),
         helper.make_node("Add", ["x", "p"] if bounded else ["x", "x"], ["a"]),
+        helper.make_node("LayerNormalization", ["a", "g", "beta"], ["normed"], axis=-1),
         helper.make_node("Unsqueeze", ["b", "zero"], ["b1"]),
         helper.make_node("Concat", ["b1", "m1", "width"], ["target"], axis=0),
-        helper.make_node("Reshape", ["x" if dead else "a", "target"], ["v"]),
+        helper.make_node("Reshape", ["x" if dead else ("normed" if normalized else "a"), "target"], ["v"]),
         helper.make_node("Relu", ["v"], ["y"]),
     ]
     inits = [
@@ -330,7 +332,11 @@ def positions_model(bounded: bool, dead: bool = False, declared: bool = True):
         init("i0", np.array(0, np.int64)),
         init("i1", np.array(1, np.int64)),
         init("width", np.array([16], np.int64)),
+        init("g", np.ones(16, np.float32)),
+        init("beta", np.zeros(16, np.float32)),
     ]
+    if not normalized:
+        nodes = [n for n in nodes if n.op_type != "LayerNormalization"]
     outputs = [tensor("y", TensorProto.FLOAT, None)] + ([] if bounded else [tensor("p", TensorProto.FLOAT, None)])
     # as the exporter does; without it the engine computes the same
     value_info = [tensor("p", TensorProto.FLOAT, ["Min(128, seq)", 16])] if declared else []
@@ -354,35 +360,8 @@ def test_what_reads_a_bounded_broadcast_is_typed_with_the_sequence(declared):
     # unnamed, and is inferred again (BROS: every SkipLayerNormalization after it needs seq)
     from rewriter.graph.model import ModelState
 
-    nodes = [
-        helper.make_node("Shape", ["x"], ["s"]),
-        helper.make_node("Gather", ["s", "i1"], ["n"], axis=0),
-        helper.make_node("Min", ["cap", "n"], ["m"]),
-        helper.make_node("Unsqueeze", ["m", "zero"], ["m1"]),
-        helper.make_node("Slice", ["P", "zero", "m1", "zero"], ["p"]),
-        helper.make_node("Add", ["x", "p"], ["a"]),
-        helper.make_node("LayerNormalization", ["a", "g", "bias"], ["ln"], axis=-1),
-        helper.make_node("Relu", ["ln"], ["y"]),
-    ]
-    inits = [
-        init("P", np.random.default_rng(0).standard_normal((128, 16)).astype(np.float32)),
-        init("cap", np.array(128, np.int64)),
-        init("zero", np.array([0], np.int64)),
-        init("i1", np.array(1, np.int64)),
-        init("g", np.ones(16, np.float32)),
-        init("bias", np.zeros(16, np.float32)),
-    ]
-    value_info = [tensor("p", TensorProto.FLOAT, ["Min(128, seq)", 16])] if declared else []
-    m = model(
-        nodes,
-        [tensor("x", TensorProto.FLOAT, ["batch", "seq", 16])],
-        [tensor("y", TensorProto.FLOAT, None)],
-        inits,
-        value_info=value_info,
-    )
-    view = ModelState(m).view
-    assert view.shape("a") == ["batch", "seq", 16]
-    assert view.shape("ln") == ["batch", "seq", 16] and view.shape("y") == ["batch", "seq", 16]
+    view = ModelState(positions_model(bounded=True, declared=declared, normalized=True)).view
+    assert view.shape("a") == ["batch", "seq", 16] and view.shape("normed") == ["batch", "seq", 16]
 
 
 @pytest.mark.parametrize("declared", [True, False])

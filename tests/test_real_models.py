@@ -226,23 +226,15 @@ def _checked_extended(name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, Coun
 
 
 @pytest.mark.parametrize("past, new", [(3, 1), (0, 4), (2, 3)])
-def test_torchscript_llama_with_a_cache_and_dynamic_axes_gets_attention(past, new):
+@pytest.mark.parametrize("name", ["llama_kv_ts_dynamic.onnx", "llama_kv_ts_dynamic_tf446.onnx"])
+def test_torchscript_llama_with_a_cache_and_dynamic_axes_gets_attention(name, past, new):
     # the mask's key length is Range(past + new): a sum of dims, which the present key
-    # (Concat of past and new) declares as total_sequence_length
-    before, after, ops = _checked_extended("llama_kv_ts_dynamic.onnx")
+    # (Concat of past and new) declares as total_sequence_length; before transformers 4.48
+    # (tf446) the step's positions are Range(past, past + new), past read from the cache's
+    # shape: their count is new, which the rotary fusions need known
+    before, after, ops = _checked_extended(name)
     assert ops["RotaryEmbedding"] == 4 and ops["MultiHeadAttention"] == 2 and ops["Softmax"] == 0
     feeds = _llama_cache_feeds(0, past=past, new=new)
-    for want, got in zip(run(before, feeds), run(after, feeds)):
-        np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
-
-
-@pytest.mark.parametrize("past, new", [(3, 1), (0, 4), (2, 3)])
-def test_transformers_4_46_llama_cache_step_gets_rotary_embeddings(past, new):
-    # before transformers 4.48 the positions of a step are Range(past, past + new), past
-    # read from the cache's shape: their count is new, which the rotary fusions need known
-    before, after, ops = _checked_extended("llama_kv_ts_dynamic_tf446.onnx")
-    assert ops["RotaryEmbedding"] == 4 and ops["MultiHeadAttention"] == 2 and ops["Softmax"] == 0
-    feeds = _llama_cache_feeds(1, past=past, new=new)
     for want, got in zip(run(before, feeds), run(after, feeds)):
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
 
