@@ -41,16 +41,21 @@ _PLAIN_ATTRIBUTES = frozenset(
 )
 
 
-@lru_cache(maxsize=4096)
-def _attribute_key(domain: str, op: str, version: int | None, blob: bytes) -> bytes | None:
+def _attribute_key(domain: str, op: str, version: int | None, attribute: AttributeProto) -> bytes | None:
     """An attribute's part of a node key: its bytes, or None when it holds its schema's
-    default (a plain number, string or list of them; the op as this opset defines it)."""
+    default (a plain number, string or list of them; the op as this opset defines it).
+    Tensors and graphs are keyed by their bytes alone, never kept in the cache below."""
+    blob = attribute.SerializeToString()
+    if attribute.type not in _PLAIN_ATTRIBUTES:
+        return blob
+    return None if _holds_default(domain, op, version, blob) else blob
+
+
+@lru_cache(maxsize=4096)
+def _holds_default(domain: str, op: str, version: int | None, blob: bytes) -> bool:
     attribute = AttributeProto.FromString(blob)
-    if attribute.type in _PLAIN_ATTRIBUTES:
-        default = attribute_default(domain, op, version, attribute.name)
-        if default is not None and attribute_value(attribute) == default:
-            return None
-    return blob
+    default = attribute_default(domain, op, version, attribute.name)
+    return default is not None and attribute_value(attribute) == default
 
 
 def _constant_key(view: GraphView, value: str) -> tuple | None:
@@ -126,7 +131,7 @@ class _Keys:
         attributes: tuple[bytes, ...] = ()
         if proto.attribute:
             version = view.opset(domain)
-            blobs = (_attribute_key(domain, op, version, a.SerializeToString()) for a in proto.attribute)
+            blobs = (_attribute_key(domain, op, version, a) for a in proto.attribute)
             attributes = tuple(sorted(b for b in blobs if b is not None))
         return (
             domain,
