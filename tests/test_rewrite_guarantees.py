@@ -170,6 +170,19 @@ def test_new_nodes_get_unique_names():
     assert len(names) == len(set(names)) and all(names)
 
 
+def test_a_nested_replacement_call_never_takes_the_name_of_a_replaced_value_called_t():
+    """The replacement's nested calls (the Neg inside Mul) get fresh names, even where the
+    rule replaces a value it calls `t`: before, they took t's graph name, and the engine
+    refused the rewrite or wrote two producers of one value."""
+    rules = HEADER + "rule R root t { t = Relu(x) => t = Mul(Neg(x), Abs(x)) }"
+    before = model([helper.make_node("Relu", ["x"], ["y"])], [tensor("x", shape=[4])], [tensor("y", shape=[4])])
+    after = optimize_with(before, rules).model
+    assert ops(after) == {"Mul": 1, "Neg": 1, "Abs": 1}
+    outputs = [o for n in after.graph.node for o in n.output]
+    assert len(outputs) == len(set(outputs)) and "y" in outputs
+    rewriter.check_model(after, full_check=True)
+
+
 def test_new_domain_is_imported():
     rules = HEADER + "rule R { y = Relu(x) => y = com.microsoft.Gelu(x) }"
     before = model([helper.make_node("Relu", ["x"], ["y"])], [tensor("x", shape=[4])], [tensor("y", shape=[4])])

@@ -222,6 +222,13 @@ def add_attributes(node: NodeProto, attributes: Iterable[dict | AttributeProto])
 
 _UNBOUND = object()
 
+# What a nested call of a replacement (`Mul(Cast(x), c)`: the Cast) names its output before
+# it gets a fresh one: "$" and a letter, which neither a rule's names nor the parser's
+# temporaries ("$" and digits) can be, so it never takes the graph name of a value the
+# rule replaces.
+_NESTED_OUTPUT = "$t"
+
+
 
 class Rewriter:
     """Applies matches to a graph's state (``GraphState``)."""
@@ -306,7 +313,7 @@ class Rewriter:
             inputs.pop()
         rule = match.rule
         outputs: list[str] = []
-        for out in outs if outs is not None else (A.Out("t", False, call.pos),):
+        for out in outs if outs is not None else (A.Out(_NESTED_OUTPUT, False, call.pos),):
             # a pattern output bound as absent (`sum?` matched nothing) stays absent
             outputs.append("" if out.name is None else self._output_name(out.name, match) or "")
         while outputs and not outputs[-1]:
