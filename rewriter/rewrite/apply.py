@@ -229,7 +229,6 @@ _UNBOUND = object()
 _NESTED_OUTPUT = "$t"
 
 
-
 class Rewriter:
     """Applies matches to a graph's state (``GraphState``)."""
 
