@@ -216,6 +216,34 @@ def test_falcon_multi_query_attention_is_fused_with_its_shared_key_and_value():
     assert_same_outputs(before, result.model, atol=1e-5)
 
 
+@pytest.mark.parametrize("batch, seq, low, high", [(2, 5, -7, 40), (0, 3, 0, 5), (3, 1, 500, 900), (1, 4, 0, 9)])
+def test_position_ids_decoder_builds_its_rotary_caches_from_the_positions(batch, seq, low, high):
+    # dynamo export with position ids as an input and dynamic axes: the angles are an outer
+    # product (inverse frequencies times float positions, a MatMul of inner dim 1), whose
+    # caches per batch item come from the position ids themselves; any ids (negative,
+    # past the training length) and an empty batch give the original's numbers
+    path = MODELS / "falcon_pos_dynamo_dynamic.onnx"
+    before = onnx.load(path)
+    after = rewriter.optimize(before, level="extended").model
+    rewriter.check_model(after, full_check=True)
+    ops = Counter(n.op_type for n in after.graph.node)
+    assert ops["RotaryEmbedding"] == 4 and ops["MultiHeadAttention"] == 2
+    assert ops["Cos"] == 1 and ops["Sin"] == 1
+    producers = {out: n.op_type for n in after.graph.node for out in n.output}
+    (cos,) = [n for n in after.graph.node if n.op_type == "Cos"]
+    assert producers[cos.input[0]] == "Mul"  # the positions' rows times the frequencies
+    assert len(after.graph.node) <= 81
+    rng = np.random.default_rng(batch)
+    feeds = {
+        "input_ids": rng.integers(0, 50, (batch, seq)).astype(np.int64),
+        "attention_mask": np.ones((batch, seq), np.int64),
+        "position_ids": rng.integers(low, high, (batch, seq)).astype(np.int64),
+    }
+    for want, got in zip(run(before, feeds), run(after, feeds)):
+        assert want.shape == got.shape
+        np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
+
+
 def _checked_extended(name: str) -> tuple[onnx.ModelProto, onnx.ModelProto, Counter]:
     """A test model, its extended-level result (which must pass the full check) and that
     result's op counts."""
