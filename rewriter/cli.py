@@ -645,6 +645,9 @@ def verify(
             )
         elif v.verdict == "unverified":
             err().print(f"unverified {v.pack}.{v.rule}: {v.message}", markup=False, soft_wrap=True)
+        elif v.message:  # verified, with a caveat (a budget that cut the drawing, runs left out)
+            where = f" (kept: {v.artifacts}/)" if v.artifacts else ""
+            err().print(f"note {v.pack}.{v.rule}: {v.message}{where}", markup=False, soft_wrap=True)
     if report.failed or (strict and report.unverified):
         sys.exit(1)
 

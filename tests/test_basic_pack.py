@@ -1346,3 +1346,61 @@ def test_a_split_to_sequence_of_an_axis_of_unknown_length_stays():
     before.graph.input[0].CopyFrom(tensor("x", shape=[2, "L", 3]))
     result = optimize_basic(before)
     assert applied(result, "SequenceAtSplitFolding") == 0 and ops(result.model)["SplitToSequence"] == 1
+
+
+def einsum_attention(first: str, second: str, k_batch="B") -> onnx.ModelProto:
+    """CvT's attention: the scores Q.K^T and their product with V as two Einsums over
+    heads [B, 2, L, 4] (dynamic batch and length)."""
+    n = helper.make_node
+    nodes = [
+        n("Einsum", ["q", "k"], ["s"], equation=first),
+        n("Softmax", ["s"], ["p"], axis=-1),
+        n("Einsum", ["p", "v"], ["y"], equation=second),
+    ]
+    inputs = [
+        tensor("q", shape=["B", 2, "L", 4]),
+        tensor("k", shape=[k_batch, 2, "L", 4]),
+        tensor("v", shape=["B", 2, "L", 4]),
+    ]
+    return model(nodes, inputs, [tensor("y", shape=["B", 2, "L", 4])])
+
+
+@pytest.mark.parametrize(
+    "first, second, matmuls",
+    [
+        ("bhlk,bhtk->bhlt", "bhlt,bhtv->bhlv", 2),  # CvT: Q.K^T (K swapped), then P.V
+        ("b h l k , b h t k -> b h l t", "bhlt,bhtv->bhlv", 2),  # spaces
+        ("bhlk,bhtk->bhtl", "bhlt,bhtv->bhlv", 1),  # the first's output axes swapped: stays
+        ("bhlk,bhtk->bhlt", "...lt,...tv->...lv", 1),  # an ellipsis: stays
+    ],
+)
+def test_an_einsum_of_one_batched_matrix_product_is_a_matmul(first, second, matmuls):
+    before = einsum_attention(first, second)
+    after = optimize_basic(before).model
+    assert ops(after)["MatMul"] == matmuls and ops(after)["Einsum"] == 2 - matmuls
+    feeds = {name: np.random.default_rng(0).standard_normal((3, 2, 5, 4)).astype(np.float32) for name in "qkv"}
+    for want, got in zip(run(before, feeds), run(after, feeds)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_an_einsum_that_broadcasts_a_batch_of_one_stays():
+    """Einsum broadcasts k's batch of 1 against q's; the batches must be known equal."""
+    after = optimize_basic(einsum_attention("bhlk,bhtk->bhlt", "bhlt,bhtv->bhlv", k_batch=1)).model
+    assert ops(after)["Einsum"] == 1 and ops(after)["MatMul"] == 1
+
+
+@pytest.mark.parametrize(
+    "equation, expected",
+    [
+        ("bhlk,bhtk->bhlt", [0, 1]),
+        ("ki,jk->ij", [1, 1]),
+        ("ij,jk->ik", [0, 0]),
+        ("bij,bjk->bki", None),
+        ("i,j->ij", None),
+        ("bij,bjk,bkl->bil", None),
+        ("bii,bij->bij", None),
+        ("bij,bjk", None),
+    ],
+)
+def test_einsum_matmul_reads_the_equation(equation, expected):
+    assert FUNCTIONS["einsum_matmul"].impl(equation) == expected

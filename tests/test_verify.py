@@ -356,6 +356,32 @@ def test_a_rewrite_that_crashes_onnxruntime_fails_with_the_draw_that_crashed(tmp
     assert fine.verdict == "ok"
 
 
+def test_a_draw_whose_original_crashes_onnxruntime_on_empty_inputs_is_verified_without_them(tmp_path):
+    """onnxruntime 1.32's Einsum kills the process on an empty batch (the original, not the
+    rewrite): the rule is verified again without the empty-input runs, which its verdict
+    says, and the draw that crashed is kept; before, the rule stayed unverified."""
+    from rewriter.verify.campaign import EMPTY_INPUTS_SKIPPED
+
+    text = (
+        HEADER
+        + """
+rule EinsumTransB root y {
+    y = Einsum(a, b) {equation}
+  where einsum_matmul(equation) == [0, 1] and rank(a) == 4 and rank(b) == 4 and shape(a)[3] == shape(b)[3]
+    and shape(a)[:2] == shape(b)[:2]
+  example a: [B, 3, 4, 5], b: [B, 3, 6, 5], equation = "bhlk,bhtk->bhlt"
+  =>
+    y = MatMul(a, Transpose(b) {perm: [0, 1, 3, 2]})
+}
+"""
+    )
+    verdict = only_verdict(verify_text(text, tmp_path, examples=10, isolated=True))
+    assert verdict.verdict == "ok" and verdict.applied >= 5
+    if verdict.message:  # (an onnxruntime without the crash compares the empty runs too)
+        assert verdict.message.endswith(EMPTY_INPUTS_SKIPPED)
+        assert (verdict.artifacts / "before.onnx").exists() and not (verdict.artifacts / "after.onnx").exists()
+
+
 def test_strata_choose_where_the_examples_are_drawn(tmp_path):
     relu = HEADER + "rule R { y = Relu(Relu(x)) => y = Relu(x) }"
     verdict = only_verdict(verify_text(relu, tmp_path, examples=4, strata=["free"]))

@@ -703,6 +703,43 @@ def _inverse_perm(perm):
     return inverse
 
 
+@_value_fn(
+    "einsum_matmul",
+    "equation",
+    "list",
+    "[transA, transB] when the Einsum equation is one batched matrix product (the same leading "
+    "letters on every side, then ik,kj->ij with either operand's last two swapped), none otherwise",
+)
+def _einsum_matmul(equation):
+    if not isinstance(equation, str) or len(equation) > 64:
+        return None
+    text = equation.replace(" ", "")
+    if text.count("->") != 1 or "." in text:
+        return None
+    inputs, output = text.split("->")
+    operands = inputs.split(",")
+    if len(operands) != 2:
+        return None
+    a, b = operands
+    if not (len(a) == len(b) == len(output) >= 2) or not (a + b + output).isalpha():
+        return None
+    batch = output[:-2]
+    if a[:-2] != batch or b[:-2] != batch or len(set(batch)) != len(batch):
+        return None
+    i, j = output[-2:]
+    letters = set(a[-2:]) | set(b[-2:])
+    if i == j or i in batch or j in batch or len(letters) != 3 or not {i, j} <= letters:
+        return None
+    (k,) = letters - {i, j}
+    if k in batch:
+        return None
+    trans_a = {i + k: 0, k + i: 1}.get(a[-2:])
+    trans_b = {k + j: 0, j + k: 1}.get(b[-2:])
+    if trans_a is None or trans_b is None:
+        return None
+    return [trans_a, trans_b]
+
+
 def _reduce(name: str, fn: Callable, meaning: str) -> None:
     def impl(x, axis=None):
         arr = _array(x)

@@ -63,6 +63,14 @@ RUNNING = ".running"  # OUT/PACK/RULE/.running: the rewritten draw being run rig
 CRASHED = "onnxruntime crashed the process running the rewritten model"
 CRASHED_ORIGINAL = "onnxruntime crashed the process running a drawn instance itself (the original model, not a rewrite)"
 CRASHED_EMPTY = "onnxruntime crashed the process running the rewritten model on empty inputs (dynamic dims 0)"
+CRASHED_ORIGINAL_EMPTY = (
+    "onnxruntime crashed the process running a drawn instance itself on empty inputs (dynamic dims 0): "
+    "the original model, not a rewrite"
+)
+# what a rule verified again without the empty-input runs says (after the draw that crashed)
+EMPTY_INPUTS_SKIPPED = (
+    "empty inputs not compared: onnxruntime crashes running the original on them (its counterexample is kept)"
+)
 
 
 @dataclass
@@ -125,13 +133,14 @@ def _empty_inputs_problem(
     process)."""
     for empty in empty_feeds(instance.model, instance.input_shapes):
         # if onnxruntime kills the process running the original, the parent finds that
-        # draw, and the instance's fault, not the rule's (no after.onnx beside it)
+        # draw, and the instance's fault, not the rule's (no after.onnx beside it): it
+        # verifies the rule again without these runs
         write_artifacts(
             running,
             instance.model,
             None,
             empty,
-            describe(instance.model, empty, instance.draws, CRASHED_ORIGINAL, rule_name, reproduce, values=False),
+            describe(instance.model, empty, instance.draws, CRASHED_ORIGINAL_EMPTY, rule_name, reproduce, values=False),
         )
         try:
             expected = run_model(instance.model, empty)
@@ -203,9 +212,12 @@ def verify_rule(
     shrink_attempts: int = SHRINK_ATTEMPTS,
     budget_seconds: float = BUDGET_SECONDS,
     strata: tuple[str, ...] | None = None,
+    empty_inputs: bool = True,
 ) -> RuleVerdict:
     """Fuzz one rule of a pack; see the module docstring.  ``strata``: the names of the
-    strata to draw in (all by default), the examples shared among them by their shares."""
+    strata to draw in (all by default), the examples shared among them by their shares.
+    ``empty_inputs``: also run each rewritten draw with dynamic dims 0 (off where
+    onnxruntime crashes running the original on them: nothing to compare with)."""
     _load_the_engine()  # (the draws must not depend on what else this process imported)
     began = time.monotonic()
     (rule,) = [r for r in pack.rules if r.name == rule_name]
@@ -352,7 +364,7 @@ def verify_rule(
                         for name in [difference.output]
                         if name in after_outputs
                     }
-                else:
+                elif empty_inputs:
                     problem = _empty_inputs_problem(instance, after, running, rule.name, reproduce)
         if problem is not None:
             failing["seen"] = True
@@ -576,13 +588,32 @@ def _in_workers(
         for index, pack, name in tasks:
             if report.verdicts[index] is not None:
                 continue
-            try:
-                with ProcessPoolExecutor(
-                    max_workers=1, mp_context=context, initializer=_load_the_engine, initargs=(loaded,)
-                ) as alone:
-                    done(index, alone.submit(verify_rule, pack, name, **options).result())
-            except BrokenProcessPool:
-                done(index, _crashed(pack.name, name, Path(options["out"])))
+            done(index, _verify_alone(pack, name, options, context, loaded))
+
+
+def _verify_alone(pack: Pack, name: str, options: _Options, context, loaded: tuple[str, ...]) -> RuleVerdict:
+    """One rule in a process of its own.  When onnxruntime kills it running a drawn
+    instance on empty inputs (the original, not the rewrite: nothing to compare with), the
+    rule is verified once more without the empty-input runs, and says so; the draw that
+    crashed stays in its folder."""
+
+    def attempt(empty_inputs: bool) -> RuleVerdict:
+        try:
+            with ProcessPoolExecutor(
+                max_workers=1, mp_context=context, initializer=_load_the_engine, initargs=(loaded,)
+            ) as alone:
+                return alone.submit(verify_rule, pack, name, **options, empty_inputs=empty_inputs).result()
+        except BrokenProcessPool:
+            return _crashed(pack.name, name, Path(options["out"]))
+
+    verdict = attempt(True)
+    if verdict.message != CRASHED_ORIGINAL_EMPTY:
+        return verdict
+    again = attempt(False)
+    again.message = "; ".join(m for m in (again.message, EMPTY_INPUTS_SKIPPED) if m)
+    if again.artifacts is None:
+        again.artifacts = verdict.artifacts
+    return again
 
 
 _ENGINE_LOADED = False
@@ -620,10 +651,13 @@ def _crashed(pack: str, rule: str, out: Path) -> RuleVerdict:
             pack, rule, verdict="unverified", message="the campaign's process died before any rewritten draw ran"
         )
     rewritten = (running / "after.onnx").exists()  # else the drawn instance itself crashed
+    report = running / "report.txt"
+    on_empty = report.exists() and CRASHED_ORIGINAL_EMPTY in report.read_text(errors="replace")
     for item in running.iterdir():
         item.replace(artifacts / item.name)
     running.rmdir()
     complete_report(artifacts)
     if not rewritten:  # onnxruntime's fault (or the generator's), not the rule's
-        return RuleVerdict(pack, rule, verdict="unverified", message=CRASHED_ORIGINAL, artifacts=artifacts)
+        message = CRASHED_ORIGINAL_EMPTY if on_empty else CRASHED_ORIGINAL
+        return RuleVerdict(pack, rule, verdict="unverified", message=message, artifacts=artifacts)
     return RuleVerdict(pack, rule, verdict="FAIL", message=CRASHED, artifacts=artifacts)
