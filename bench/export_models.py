@@ -36,6 +36,9 @@ Every model is built from a config with random weights (nothing is downloaded) a
   mobilevit levit hf_efficientnet             the conv nets below
   mobilenet_v1
   wav2vec2 wav2vec2_stable hubert             speech encoders over raw audio, dynamic length
+  torch_mha                                   torch's nn.MultiheadAttention in a pre-norm block,
+                                              batch- and sequence-first, with and without a
+                                              key padding mask
   fp16                                        fp16 copies (keep_io_types) of BERT, GPT-2, ViT,
                                               Llama exports: *_fp16.onnx
   fp16_more                                   the same of Qwen2, Phi-3, Gemma, CLIP text, Whisper
@@ -2878,6 +2881,42 @@ def export_convnet(out: Path, prefix: str, model: nn.Module, variants: tuple[str
     )
 
 
+# ---- torch's own attention -------------------------------------------------------------------------
+
+
+class TorchAttentionBlock(nn.Module):
+    """A pre-norm block around torch's nn.MultiheadAttention (hidden 64, 4 heads), as
+    torchvision's ViT and non-transformers models use it: one packed in_proj, sequence-first
+    inside (batch_first transposes around it), an optional key padding mask (True = padding)."""
+
+    def __init__(self, batch_first: bool, masked: bool) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(64)
+        self.attn = nn.MultiheadAttention(64, 4, batch_first=batch_first)
+        self.masked = masked
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        h = self.norm(x)
+        out, _ = self.attn(h, h, h, need_weights=False, key_padding_mask=mask if self.masked else None)
+        return x + out
+
+
+def export_torch_mha(out: Path) -> None:
+    """torch_mha_{bf,sf}[_mask]_*: the block batch-first ([B, S, 64]) and sequence-first
+    ([S, B, 64]), with and without a key padding mask, in the four variants."""
+    for batch_first in (True, False):
+        for masked in (False, True):
+            model = TorchAttentionBlock(batch_first, masked)
+            x = torch.randn(2, 10, 64) if batch_first else torch.randn(10, 2, 64)
+            axes = {0: "batch", 1: "sequence"} if batch_first else {0: "sequence", 1: "batch"}
+            args, names, dynamic = (x,), ["x"], {"x": axes}
+            if masked:
+                args, names = (x, torch.zeros(2, 10, dtype=torch.bool)), ["x", "key_padding_mask"]
+                dynamic["key_padding_mask"] = {0: "batch", 1: "sequence"}
+            prefix = f"torch_mha_{'bf' if batch_first else 'sf'}{'_mask' if masked else ''}"
+            export_variants(model, args, names, dynamic, out, prefix, 18)
+
+
 # ---- fp16 and quantized copies ---------------------------------------------------------------------
 
 
@@ -3524,6 +3563,7 @@ EXPORTS = {
         ),
     ),
 }
+EXPORTS["torch_mha"] = export_torch_mha
 EXPORTS.update(
     {
         # newer vision models: 32x32 transformers, 64x64 detection and segmentation

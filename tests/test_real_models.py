@@ -321,3 +321,33 @@ def test_conv_lengths_over_symbolic_samples_let_views_to_their_own_shape_go():
         feeds = {"input_values": np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
         for a, b in zip(run(original, feeds), run(after, feeds)):
             np.testing.assert_allclose(a, b, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "name, transposes",
+    [("torch_mha_bf_mask_dynamo.onnx", 0), ("torch_mha_sf_ts_static.onnx", 2)],
+)
+def test_torch_multihead_attention_becomes_one_attention(name, transposes):
+    # torch's nn.MultiheadAttention: one packed in_proj cut by a view/move/squeeze/pick,
+    # heads split and merged sequence-first, out_proj a Gemm over flattened rows; the
+    # batch-first block's swaps cancel (the sequence-first one keeps one at each end), the key
+    # padding mask (-inf) expanded over the heads becomes the attention bias
+    before, after, ops = _checked_extended(name)
+    assert ops["Attention"] == 1 and ops["Softmax"] == 0 and ops["Gemm"] == 0 and ops["Gather"] == 0
+    assert ops["Transpose"] == transposes and ops["Split"] == 0
+    rng = np.random.default_rng(0)
+    feeds = {
+        "x": rng.standard_normal([d.dim_value for d in before.graph.input[0].type.tensor_type.shape.dim]).astype(
+            np.float32
+        )
+    }
+    if len(before.graph.input) > 1:
+        mask = np.zeros((2, 10), bool)
+        mask[0, 7:] = True  # padding keys
+        feeds["key_padding_mask"] = mask
+    for want, got in zip(run(before, feeds), run(after, feeds)):
+        np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
+    if len(before.graph.input) > 1:  # every key padding: NaN in the original, NaN in ours
+        feeds["key_padding_mask"] = np.ones((2, 10), bool)
+        for want, got in zip(run(before, feeds), run(after, feeds)):
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want))

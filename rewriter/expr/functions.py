@@ -705,12 +705,13 @@ def _inverse_perm(perm):
 
 @_value_fn(
     "einsum_matmul",
-    "equation",
+    "equation, rank=any",
     "list",
     "[transA, transB] when the Einsum equation is one batched matrix product (the same leading "
-    "letters on every side, then ik,kj->ij with either operand's last two swapped), none otherwise",
+    "letters on every side, then ik,kj->ij with either operand's last two swapped; rank letters "
+    "each when rank is given), none otherwise",
 )
-def _einsum_matmul(equation):
+def _einsum_matmul(equation, rank=None):
     if not isinstance(equation, str) or len(equation) > 64:
         return None
     text = equation.replace(" ", "")
@@ -722,6 +723,8 @@ def _einsum_matmul(equation):
         return None
     a, b = operands
     if not (len(a) == len(b) == len(output) >= 2) or not (a + b + output).isalpha():
+        return None
+    if rank is not None and len(a) != int(rank):
         return None
     batch = output[:-2]
     if a[:-2] != batch or b[:-2] != batch or len(set(batch)) != len(batch):
