@@ -566,9 +566,11 @@ def _in_workers(
     tasks: list, workers: int, options: _Options, report: VerifyReport, on_rule: Callable[[RuleVerdict], None] | None
 ) -> None:
     """Verify ``tasks`` in worker processes.  A worker that dies (onnxruntime crashing on a
-    rewritten model) breaks the pool: the rules not finished are then verified one by one,
-    each in a process of its own, and the one that crashes again fails with the draw that
-    crashed it as its counterexample."""
+    rewritten model) breaks the pool: the rules that were running then (each left the draw
+    it was on in its folder) are verified one by one, each in a process of its own, and
+    the one that crashes again fails with the draw that crashed it as its counterexample;
+    the rules not started go on in a new pool (before, every rule not finished ran alone:
+    a rule whose original crashes onnxruntime made a whole campaign serial)."""
 
     def done(index: int, verdict: RuleVerdict) -> None:
         report.verdicts[index] = verdict
@@ -585,10 +587,16 @@ def _in_workers(
             for future in as_completed(futures):
                 done(futures[future], future.result())
     except BrokenProcessPool:
-        for index, pack, name in tasks:
-            if report.verdicts[index] is not None:
-                continue
+        pending = [task for task in tasks if report.verdicts[task[0]] is None]
+        out = Path(options["out"])
+        suspects = [task for task in pending if (out / task[1].name / task[2] / RUNNING).is_dir()]
+        if not suspects:  # nothing tells them apart: every one alone
+            suspects = pending
+        for index, pack, name in suspects:
             done(index, _verify_alone(pack, name, options, context, loaded))
+        rest = [task for task in pending if task not in suspects]
+        if rest:
+            _in_workers(rest, workers, options, report, on_rule)
 
 
 def _verify_alone(pack: Pack, name: str, options: _Options, context, loaded: tuple[str, ...]) -> RuleVerdict:
