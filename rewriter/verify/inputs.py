@@ -173,9 +173,14 @@ def _layernorm(draw, ctx: NodeContext, slot: int) -> Spec | None:
 
 
 def _matmul(draw, ctx: NodeContext, slot: int) -> Spec | None:
+    """Operands whose contracted dims agree; one draw in six the second a vector (a 1-D
+    operand, which MatMul reads as a column: onnxruntime's FusedMatMul transposes A wrongly
+    beside a 1-D B, which a rewrite into transA met)."""
     a = ctx.shape(0)
     if slot == 1 and a is not None and a:
         transposed = int(ctx.attrs.get("transB", 0) or 0)
+        if not transposed and chance(draw, 6):
+            return Spec(ctx.dtype, [a[-1]])
         n = ctx.dim()
         tail = [n, a[-1]] if transposed else [a[-1], n]
         if len(a) > 2 and chance(draw, 2):

@@ -665,18 +665,22 @@ class _Builder:
         return value
 
     def _vary_hinted(self, name: str, dims: list[int], ctx: NodeContext, slot: int) -> list[int]:
-        """A hinted shape, now and then with a leading axis more or less, one dim another
-        size (a channel count off the block, say), or (an operand of a broadcasting op) as a
-        partner that broadcasts against the other operand: what the example shows is one
-        case of the rule, not all it claims."""
+        """A hinted shape, now and then with a leading axis more or less, only one of its last
+        two axes (a vector: a MatMul reads a 1-D operand as a row or a column, and
+        onnxruntime's FusedMatMul transposes A wrongly beside a 1-D B, which a rewrite into
+        transA met), one dim another size (a channel count off the block, say), or (an operand
+        of a broadcasting op) as a partner that broadcasts against the other operand: what the
+        example shows is one case of the rule, not all it claims."""
 
         if not self.vary_hinted or name not in self.vary_names:
             return dims
         self.hinted_varied()
-        vary = pick(self.draw, ["fewer axes", "more axes", "resized", "broadcast"], label="vary hinted shape")
+        vary = pick(self.draw, ["fewer axes", "more axes", "resized", "broadcast", "vector"], label="vary hinted shape")
         other = next((k for i, k in enumerate(ctx.known) if i != slot and k is not None), None)
         if vary == "fewer axes" and len(dims) > 1:
             return dims[1:]
+        if vary == "vector" and len(dims) > 1:  # its last axis, or the one before (a contracted one)
+            return [dims[pick(self.draw, [-1, -2], label="vector axis")]]
         if vary == "more axes" and len(dims) < 5:
             return [2] + dims
         if vary == "resized" and dims:
