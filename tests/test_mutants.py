@@ -24,7 +24,7 @@ QUICK = {
     "extended_09_conv_clip_default_min_zero",  # wrong constant
     "extended_03_bias_gelu_bias_other_axis",  # wrong axis
     "layout_01_nchwc_conv_from_nchw_wrong_perm",  # wrong perm (layout)
-    "extended_29_matmul_transpose_a_beside_vector",  # a 1-D operand the draws must reach
+    "extended_29_matmul_transpose_a_beside_vector",  # dropped conjunct: a 1-D operand
 }
 
 
