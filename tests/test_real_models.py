@@ -267,16 +267,21 @@ def test_torchscript_llama_with_a_cache_and_dynamic_axes_gets_attention(name, pa
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
 
 
+def _left_padded_feeds(seed: int, seq: int, padding: int) -> dict[str, np.ndarray]:
+    """A batch of two decoder inputs, the first left-padded by ``padding`` positions."""
+    rng = np.random.default_rng(seed)
+    mask = np.ones((2, seq), np.int64)
+    mask[0, :padding] = 0
+    return {"input_ids": rng.integers(0, 128, (2, seq)).astype(np.int64), "attention_mask": mask}
+
+
 def test_transformers_4_46_gpt_neox_attention_over_heads_folded_into_the_batch():
     # GPT-NeoX before transformers 4.48: torch.baddbmm of q and k viewed as [B*N, S, H] into
     # a zeros tensor (ConstantOfShape with dynamic axes), viewed back as [B, N, S, S], the
     # causal mask filled in by Where, then the padding mask added
     before, after, ops = _checked_extended("gpt_neox_ts_dynamic_tf446.onnx")
     assert ops["RotaryEmbedding"] == 4 and ops["MultiHeadAttention"] == 2 and ops["Softmax"] == 0
-    rng = np.random.default_rng(7)
-    mask = np.ones((2, 5), np.int64)
-    mask[0, :2] = 0  # left padding
-    feeds = {"input_ids": rng.integers(0, 128, (2, 5)).astype(np.int64), "attention_mask": mask}
+    feeds = _left_padded_feeds(seed=7, seq=5, padding=2)
     for want, got in zip(run(before, feeds), run(after, feeds)):
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
 
@@ -286,10 +291,7 @@ def test_torchscript_sdpa_attention_keeps_fully_masked_rows_zero():
     # padded queries with nothing to attend to, rows the guard makes 0
     before, after, ops = _checked_extended("llama_sdpa_ts_dynamic.onnx")
     assert ops["MultiHeadAttention"] == 2 and ops["IsNaN"] == 0 and ops["Softmax"] == 0
-    rng = np.random.default_rng(5)
-    mask = np.ones((2, 6), np.int64)
-    mask[0, :3] = 0  # left padding
-    feeds = {"input_ids": rng.integers(0, 128, (2, 6)).astype(np.int64), "attention_mask": mask}
+    feeds = _left_padded_feeds(seed=5, seq=6, padding=3)
     for want, got in zip(run(before, feeds), run(after, feeds)):
         assert not np.isnan(got).any()
         np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
