@@ -353,3 +353,39 @@ def test_torch_multihead_attention_becomes_one_attention(name, transposes):
         feeds["key_padding_mask"] = np.ones((2, 10), bool)
         for want, got in zip(run(before, feeds), run(after, feeds)):
             np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+
+
+_EMPTY_RUN = """
+import sys
+import numpy as np
+import onnxruntime as ort
+session = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+batch, seq = int(sys.argv[2]), int(sys.argv[3])
+feeds = {"input_ids": np.zeros((batch, seq), np.int64), "attention_mask": np.ones((batch, seq), np.int64)}
+try:
+    session.run(None, feeds)
+except Exception:
+    sys.exit(3)  # an error, as the original's
+"""
+
+
+def test_soft_capped_attention_with_dynamic_axes_is_grouped_query_attention_that_never_crashes(tmp_path):
+    # Gemma 2 exported by TorchScript with dynamic batch and sequence: soft-capped attention
+    # has one CPU kernel, GroupQueryAttention, which kills the process on an empty batch;
+    # the model's own [B, S, -1] head merge refuses an empty batch or sequence, so the
+    # rewrite may refuse them too, as an error (total_sequence_length 0), never a crash
+    import subprocess
+    import sys
+
+    before, after, ops = _checked_extended("gemma2_ts_dynamic.onnx")
+    assert ops["GroupQueryAttention"] == 2 and ops["RotaryEmbedding"] == 4 and ops["Softmax"] == 0
+    assert len(after.graph.node) <= 95
+    for seed, seq, padding in ((0, 6, 2), (1, 3, 0)):
+        feeds = _left_padded_feeds(seed, seq, padding)
+        for want, got in zip(run(before, feeds), run(after, feeds)):
+            np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
+    onnx.save(after, tmp_path / "after.onnx")
+    for batch, seq in ((0, 4), (2, 0)):
+        for path in (MODELS / "gemma2_ts_dynamic.onnx", tmp_path / "after.onnx"):
+            done = subprocess.run([sys.executable, "-c", _EMPTY_RUN, str(path), str(batch), str(seq)], timeout=120)
+            assert done.returncode == 3, (path.name, batch, seq, done.returncode)

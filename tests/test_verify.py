@@ -405,6 +405,29 @@ def test_a_rewrite_that_fails_on_an_empty_batch_is_caught(tmp_path):
     assert verdict.verdict == "FAIL" and "empty" in verdict.message, verdict.message
 
 
+def test_a_rewrite_that_crashes_where_the_original_fails_on_an_empty_batch_is_caught(tmp_path):
+    """The original refuses an empty batch (its [0, 0, 0, -1] view over no elements), so a
+    rewrite may fail there too, but not kill the process: a server would die where it
+    reported an error.  Dropping the view (the same tensor whenever it has elements) hands
+    the empty batch to onnxruntime 1.32's Einsum, which divides by zero; the soft-capped
+    GroupQueryAttention on a dynamic batch would do the like without its guard."""
+    from rewriter.verify.campaign import CRASHED
+
+    text = HEADER + (
+        "rule EinsumOfAView root y {\n"
+        "    y = Einsum(Reshape(a, s), b) {equation}\n"
+        '  where rank(a) == 4 and rank(b) == 4 and dims(s) == [0, 0, 0, -1] and equation == "bhlk,bhtk->bhlt"\n'
+        "    and shape(a)[:2] == shape(b)[:2] and shape(a)[3] == shape(b)[3]\n"
+        '  example a: [B, 3, 4, 5], b: [B, 3, 6, 5], s = [0, 0, 0, -1], equation = "bhlk,bhtk->bhlt"\n'
+        "  =>\n"
+        "    y = Einsum(a, b) {equation}\n"
+        "}\n"
+    )
+    verdict = only_verdict(verify_text(text, tmp_path, examples=20, isolated=True))
+    assert verdict.verdict == "FAIL" and verdict.message == CRASHED, verdict.message
+    assert (verdict.artifacts / "after.onnx").exists()
+
+
 def test_dynamic_axes_keep_the_sizes_an_example_gives_as_numbers(tmp_path):
     """Exporters declare batch and sequence symbolic and the head size a number.  A rule
     that needs the width known (the rotary fusions need the head size) applies only to
