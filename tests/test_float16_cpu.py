@@ -160,3 +160,24 @@ def test_doubled_rotary_halves_fuse_when_float32_starts_after_their_concat():
     feeds = {"q": half(2, 2, 3, 8), "hc": half(2, 3, 4), "hs": half(2, 3, 4)}
     (expected,), (got,) = run(before, feeds), run(after, feeds)
     assert np.allclose(got.astype(np.float32), expected.astype(np.float32), atol=2e-2)
+
+
+def test_an_inlined_function_op_without_float16_kernels_joins_the_float32_region():
+    # HardSwish has no kernel: onnxruntime inlines it (HardSigmoid, Mul), whose CPU kernels
+    # are float only, so in float16 it runs between Casts like any node without a kernel;
+    # computed in float32 with its convolutions it needs none and fuses into FusedConv
+    nodes = [
+        helper.make_node("Cast", ["x"], ["xh"], to=H),
+        helper.make_node("Conv", ["xh", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("HardSwish", ["c1"], ["h"]),
+        helper.make_node("Conv", ["h", "w2"], ["c2"]),
+        helper.make_node("Cast", ["c2"], ["y"], to=F),
+    ]
+    inits = [init("w1", half(8, 4, 3, 3) * np.float16(0.3)), init("w2", half(8, 8, 1, 1) * np.float16(0.3))]
+    before = model(nodes, [tensor("x", F, [1, 4, 6, 6])], [tensor("y", F, [1, 8, 6, 6])], inits, opset=17)
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert ops(after) == Counter({"FusedConv": 1, "Conv": 1}), ops(after)
+    rewriter.check_model(after, full_check=True)
+    feeds = {"x": RNG.standard_normal((1, 4, 6, 6)).astype(np.float32)}
+    (want,), (got,) = run(before, feeds), run(after, feeds)
+    np.testing.assert_allclose(got, want, atol=2e-2, rtol=2e-2)

@@ -77,8 +77,7 @@ class KernelTable:
         kernels = self.by_op.get((domain, op))
         if not kernels:
             # an op onnx defines as a function (HardSwish) that onnxruntime inlines
-            body = function_body_ops(domain, op, view.opset(domain))
-            return bool(body) and all(self.by_op.get(key) for key in body or ())
+            return self._runs_body(domain, op, view.opset(domain), _float_types(view, inputs))
         # the node's signature: the type string of each input and output ("" when absent),
         # remembered per value in the view (types are replaced, never edited)
         cache = view.pass_caches.get(_TYPE_STRINGS)
@@ -108,9 +107,27 @@ class KernelTable:
         proto = view.node(node_id)
         domain, op = view.node_key(node_id)
         kernels = self.by_op.get((domain, op))
-        if not kernels:
-            return False
+        if not kernels:  # (an inlined function: its body's ops in float)
+            floats = _float_types(view, view.inputs(node_id))
+            return bool(floats) and self._runs_body(domain, op, view.opset(domain), {FLOAT})
         return self._supports(view, proto, domain, kernels, {FLOAT16: FLOAT})
+
+    def _runs_body(self, domain: str, op: str, opset: int | None, floats: set[str]) -> bool:
+        """Whether every op of the function onnx defines ``op`` by has a kernel here, one
+        that takes each of the node's floating-point input types (``floats``): onnxruntime
+        inlines such a node (HardSwish: HardSigmoid, Mul), and a float16 one whose body has
+        float kernels only runs between Casts, as any float16 node without a kernel."""
+        body = function_body_ops(domain, op, opset)
+        if not body:
+            return False
+        for key in body:
+            kernels = self.by_op.get(key)
+            if not kernels:
+                return False
+            offered = {t for kernel in kernels for allowed in kernel.types.values() for t in allowed}
+            if not floats <= offered:
+                return False
+        return True
 
     def _supports(
         self, view: GraphView, proto: NodeProto, domain: str, kernels: list[Kernel], as_types: dict | None = None
@@ -129,6 +146,15 @@ class KernelTable:
 
 
 FLOAT16, FLOAT = "tensor(float16)", "tensor(float)"
+_FLOATS = frozenset({FLOAT16, FLOAT, "tensor(double)", "tensor(bfloat16)"})
+
+
+def _float_types(view: GraphView, names: Iterable[str]) -> set[str]:
+    """The floating-point tensor types (``tensor(float16)``...) of the named values."""
+    found = {type_string(view.type_of(name)) for name in names if name}
+    return {t for t in found if t in _FLOATS}
+
+
 _TYPE_STRINGS = "kernel_type_strings"  # view.pass_caches: value -> (its TypeProto, type string)
 
 
