@@ -39,6 +39,13 @@ Every model is built from a config with random weights (nothing is downloaded) a
   torch_mha                                   torch's nn.MultiheadAttention in a pre-norm block,
                                               batch- and sequence-first, with and without a
                                               key padding mask
+  decoders_sdpa                               SDPA attention (transformers' default) in decoders
+                                              with grouped-query or multi-query attention: qwen2
+                                              mistral qwen3 gemma falcon as {family}_sdpa[_kv]_*,
+                                              ts_dynamic, dynamo and dynamo_dynamic (dynamo's k^T
+                                              of repeated keys regroups their leading axes;
+                                              TorchScript's kv steps with GQA do not run in
+                                              onnxruntime past one new token: its enable_gqa view)
   fp16                                        fp16 copies (keep_io_types) of BERT, GPT-2, ViT,
                                               Llama exports: *_fp16.onnx
   fp16_more                                   the same of Qwen2, Phi-3, Gemma, CLIP text, Whisper
@@ -3564,6 +3571,21 @@ EXPORTS = {
     ),
 }
 EXPORTS["torch_mha"] = export_torch_mha
+SDPA_DECODERS = ("qwen2", "mistral", "qwen3", "gemma", "falcon")
+EXPORTS["decoders_sdpa"] = lambda out: [
+    attempt(
+        f"{family}_sdpa",
+        partial(
+            export_decoder,
+            out,
+            family,
+            attention="sdpa",
+            prefix=f"{family}_sdpa",
+            variants=("ts_dynamic", "dynamo", "dynamo_dynamic"),
+        ),
+    )
+    for family in SDPA_DECODERS
+]
 EXPORTS.update(
     {
         # newer vision models: 32x32 transformers, 64x64 detection and segmentation

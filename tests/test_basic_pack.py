@@ -779,6 +779,18 @@ def test_reshape_transpose_reshape_that_swaps_the_last_axes_is_one_transpose():
     check(reshape_transpose_reshape([6, 2, 10], [2, 3, 10, 2], (2, 3, 10, 2)), "ReshapeTransposeReshapeFusion", False)
 
 
+def test_reshape_transpose_reshape_that_regroups_the_leading_axes_is_a_view_and_a_transpose():
+    # dynamo's k^T of keys repeated for grouped-query heads: [2, 3, 4, 5] merged to [6, 4, 5],
+    # swapped, split to [3, 2, 5, 4] -> viewed [3, 2, 4, 5], then the last two swapped
+    after = check(
+        reshape_transpose_reshape([6, 4, 5], [3, 2, 5, 4], (3, 2, 5, 4)), "ReshapeTransposeRegroupedFusion", True
+    )
+    assert ops(after) == {"Reshape": 1, "Transpose": 1, "Neg": 1}
+    check(reshape_transpose_reshape([6, 4, 5], [6, 5, 4], (6, 5, 4)), "ReshapeTransposeRegroupedFusion", True)
+    # regrouping the last axes too is another order of the elements
+    check(reshape_transpose_reshape([6, 4, 5], [3, 2, 10, 2], (3, 2, 10, 2)), "ReshapeTransposeRegroupedFusion", False)
+
+
 def dynamic_key_transpose(swap: tuple[int, int] = (5, 4)):
     """k^T as the dynamo exporter writes it with dynamic axes: Reshape(k, [-1, 4, 5]),
     Transpose(0, 2, 1), Reshape to k's own leading dims (computed from its Shape) + swap."""
