@@ -411,7 +411,7 @@ def test_a_rewrite_that_crashes_where_the_original_fails_on_an_empty_batch_is_ca
     reported an error.  Dropping the view (the same tensor whenever it has elements) hands
     the empty batch to onnxruntime 1.32's Einsum, which divides by zero; the soft-capped
     GroupQueryAttention on a dynamic batch would do the like without its guard."""
-    from rewriter.verify.campaign import CRASHED
+    from rewriter.verify.campaign import CRASHED_EMPTY
 
     text = HEADER + (
         "rule EinsumOfAView root y {\n"
@@ -424,7 +424,36 @@ def test_a_rewrite_that_crashes_where_the_original_fails_on_an_empty_batch_is_ca
         "}\n"
     )
     verdict = only_verdict(verify_text(text, tmp_path, examples=20, isolated=True))
-    assert verdict.verdict == "FAIL" and verdict.message == CRASHED, verdict.message
+    assert verdict.verdict == "FAIL" and verdict.message == CRASHED_EMPTY, verdict.message
+    assert (verdict.artifacts / "after.onnx").exists()
+
+
+def test_a_rewrite_that_crashes_where_the_original_refuses_a_draw_is_caught(tmp_path):
+    """A draw the original refuses with an error is no example to compare, but the
+    rewritten model must not kill the process on it either.  A 3x3 pool of a 2x2 image is
+    empty, and the original's Reshape to a runtime shape of two dims (each a 0 that copies
+    a non-zero dim, or 1 to 3) refuses it on every draw; the rewrite hands the pool to the
+    nchwc kernel, which divides by zero on an empty output.  Before, every draw was refused
+    and the rule was only 'unverified'."""
+    from rewriter.onnx_facts.nchwc import nchwc_block_size
+    from rewriter.verify.campaign import CRASHED_REFUSED
+
+    if nchwc_block_size() is None:
+        pytest.skip("no NCHWc layout on this machine")
+    text = (
+        "pack mutants level 3\n"
+        "rule PoolThenView root y {\n"
+        "    y = Reshape(MaxPool(x) {kernel_shape: k}, s)\n"
+        "  where nchwc_block() != none and dtype(x) == float and rank(x) == 4 and static(x)\n"
+        "    and shape(x)[1] % nchwc_block() == 0 and shape(s) == [2]\n"
+        "  example x: float[1, 16, 2, 2], s: int64[2], k = [3, 3]\n"
+        "  =>\n"
+        "    y = Reshape(com.microsoft.nchwc.ReorderOutput(com.microsoft.nchwc.MaxPool(\n"
+        "        com.microsoft.nchwc.ReorderInput(x)) {kernel_shape: k}) {channels: shape(x)[1]}, s)\n"
+        "}\n"
+    )
+    verdict = only_verdict(verify_text(text, tmp_path, examples=10, level=3, isolated=True))
+    assert verdict.verdict == "FAIL" and verdict.message == CRASHED_REFUSED, verdict.message
     assert (verdict.artifacts / "after.onnx").exists()
 
 

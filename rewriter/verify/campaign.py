@@ -60,10 +60,14 @@ DEFAULT_EXAMPLES = 50  # rewritten instances compared per rule
 BUDGET_SECONDS = 30.0  # a rule's campaign, drawing and shrinking together, then it stops
 SHRINK_ATTEMPTS = 150  # new instances tried while shrinking a failure, then the best is kept
 DIAGNOSED_DRAWS = 12  # draws the engine left alone whose reason is looked for
+REFUSED_REWRITES = 8  # draws the original refuses that are rewritten and run, per campaign (see _refused_run)
 RUNNING = ".running"  # OUT/PACK/RULE/.running: the rewritten draw being run right now
 CRASHED = "onnxruntime crashed the process running the rewritten model"
 CRASHED_ORIGINAL = "onnxruntime crashed the process running a drawn instance itself (the original model, not a rewrite)"
 CRASHED_EMPTY = "onnxruntime crashed the process running the rewritten model on empty inputs (dynamic dims 0)"
+CRASHED_REFUSED = (
+    "onnxruntime crashed the process running the rewritten model on inputs the original refuses with an error"
+)
 CRASHED_ORIGINAL_EMPTY = (
     "onnxruntime crashed the process running a drawn instance itself on empty inputs (dynamic dims 0): "
     "the original model, not a rewrite"
@@ -174,6 +178,42 @@ def _empty_inputs_problem(
     return None
 
 
+def _refused_run(
+    instance: Instance, feeds: dict[str, np.ndarray], single: Pack, rule, pack: Pack, running: Path, reproduce: str
+) -> int:
+    """A draw the original refuses with an error (a shape its Reshape cannot take, a mask
+    of the wrong length): the rewritten model may refuse it too, or give anything, but it
+    must not crash the process (a server would die where it reported an error; fused
+    kernels check less than the ops they replace).  Run here, where the rule applies: a
+    crash kills this process, and the parent finds this draw (``CRASHED_REFUSED``).
+    Returns 1 where the rule rewrote the draw (the campaign runs a bounded number)."""
+    try:
+        result = optimize(
+            instance.model,
+            level=pack.level,
+            rules=[single],
+            bundled=False,
+            providers=verify_provider(rule, pack),
+            layout_may_grow=True,
+        )
+    except Exception:  # the engine's own failures are the regular draws' business
+        return 0
+    if result.report.applied(rule.name) == 0:
+        return 0
+    write_artifacts(
+        running,
+        instance.model,
+        result.model,
+        feeds,
+        describe(instance.model, feeds, instance.draws, CRASHED_REFUSED, rule.name, reproduce, values=False),
+    )
+    try:
+        run_model(result.model, feeds)
+    except Exception:  # an error where the original's was: fine
+        pass
+    return 1
+
+
 def _fail_if(problem: str | None) -> None:
     # one raise site: hypothesis tells failures apart by where they are raised
     if problem is not None:
@@ -244,6 +284,7 @@ def verify_rule(
     reproduce = f"rewriter verify {pack.file} --rule {rule.name} --seed {seed} --examples {examples}"
 
     tally: Counter = Counter()  # per stratum: draws left alone, draws rewritten
+    refused = {"left": REFUSED_REWRITES}  # draws the original refuses still to run rewritten
 
     def campaign(data, stratum: Stratum, quota: int) -> None:
         counting = not failing["seen"]
@@ -295,6 +336,8 @@ def verify_rule(
             if counting:
                 verdict.invalid += 1
                 verdict.last_reject = f"onnxruntime refused the instance: {str(why).splitlines()[0][:160]}"
+                if refused["left"] > 0:
+                    refused["left"] -= _refused_run(instance, feeds, single, rule, pack, running, reproduce)
             outcomes[key] = None
             reject()
         if counting:
@@ -669,7 +712,8 @@ def _crashed(pack: str, rule: str, out: Path) -> RuleVerdict:
         )
     rewritten = (running / "after.onnx").exists()  # else the drawn instance itself crashed
     report = running / "report.txt"
-    on_empty = report.exists() and CRASHED_ORIGINAL_EMPTY in report.read_text(errors="replace")
+    said = report.read_text(errors="replace") if report.exists() else ""
+    on_empty = CRASHED_ORIGINAL_EMPTY in said
     for item in running.iterdir():
         item.replace(artifacts / item.name)
     running.rmdir()
@@ -677,4 +721,5 @@ def _crashed(pack: str, rule: str, out: Path) -> RuleVerdict:
     if not rewritten:  # onnxruntime's fault (or the generator's), not the rule's
         message = CRASHED_ORIGINAL_EMPTY if on_empty else CRASHED_ORIGINAL
         return RuleVerdict(pack, rule, verdict="unverified", message=message, artifacts=artifacts)
-    return RuleVerdict(pack, rule, verdict="FAIL", message=CRASHED, artifacts=artifacts)
+    message = next((m for m in (CRASHED_REFUSED, CRASHED_EMPTY) if m in said), CRASHED)
+    return RuleVerdict(pack, rule, verdict="FAIL", message=message, artifacts=artifacts)
