@@ -46,6 +46,16 @@ Every model is built from a config with random weights (nothing is downloaded) a
                                               of repeated keys regroups their leading axes;
                                               TorchScript's kv steps with GQA do not run in
                                               onnxruntime past one new token: its enable_gqa view)
+  prefill                                     the prompt's step of cached generation: no past inputs, logits and
+                                              present keys and values as outputs ({family}_{eager|sdpa}_prefill_*,
+                                              ts_dynamic and dynamo) of llama qwen2 mistral phi3 gemma qwen3
+                                              gpt_neox falcon stablelm, and gemma2 (eager)
+  rope_scaling                                rotary scaling configs: YaRN (llama, qwen2: its attention factor
+                                              scales cos and sin), Llama 3, linear, dynamic NTK, LongRoPE (phi3):
+                                              {name}[_kv]_{ts_dynamic,dynamo}
+  half                                        float16 in torch (model.half(): float16 inputs and outputs, GPU-style
+                                              exports) of 8 decoders (llama, qwen2, gemma also with SDPA), BERT,
+                                              GPT-2 and ViT: {name}_half_{ts_dynamic,dynamo}
   fp16                                        fp16 copies (keep_io_types) of BERT, GPT-2, ViT,
                                               Llama exports: *_fp16.onnx
   fp16_more                                   the same of Qwen2, Phi-3, Gemma, CLIP text, Whisper
@@ -1756,16 +1766,20 @@ def export_decoder(
     kv: bool = True,
     variants: tuple[str, ...] = STANDARD,
     positions: bool = False,
+    half: bool = False,
 ) -> None:
     """{prefix}_{variants}: the whole sequence, no cache (by default ts_static, ts_dynamic,
     ts_opset14, dynamo); {prefix}_kv_{ts_dynamic,dynamo}: one decoding step over a past of 4
     tokens.  With positions, position_ids is an input too (after the mask, as optimum's
     exports take it: the cumulative sum of the mask, so each row of a left-padded batch has
-    its own positions)."""
+    its own positions).  With half, the model is float16 in torch (``model.half()``): float16
+    inputs and outputs, as exported for GPUs, not a converted copy."""
     from torch.export import Dim
 
     prefix = prefix or family
     model = decoder_model(family, attention)
+    if half:
+        model = model.half()
     names = ["input_ids", "attention_mask"] + ["position_ids"] * positions
     arguments = text_inputs(names[:2])
     if positions:
@@ -3586,6 +3600,163 @@ EXPORTS["decoders_sdpa"] = lambda out: [
     )
     for family in SDPA_DECODERS
 ]
+
+
+def export_prefill(out: Path, family: str, attention: str = "eager") -> None:
+    """{family}_{attention}_prefill_{ts_dynamic,dynamo}: the prompt's step of a cached
+    generation, no past inputs, the logits and every layer's present key and value as
+    outputs (batch and sequence dynamic in TorchScript)."""
+    step = Decoder(decoder_model(family, attention), cache=True).eval().requires_grad_(False)
+    names = ["input_ids", "attention_mask"]
+    arguments = text_inputs(names)
+    with torch.no_grad():
+        layers = (len(step(*arguments)) - 1) // 2
+    outputs = ["logits"] + [f"present.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
+    axes = {n: {0: "batch", 1: "seq"} for n in (*names, "logits")} | {n: {0: "batch", 2: "seq"} for n in outputs[1:]}
+    prefix = f"{family}_{attention}_prefill"
+    attempt(
+        f"{prefix}_ts_dynamic",
+        lambda: torch.onnx.export(
+            step,
+            arguments,
+            out / f"{prefix}_ts_dynamic.onnx",
+            input_names=names,
+            output_names=outputs,
+            dynamic_axes=axes,
+            opset_version=17,
+            dynamo=False,
+        ),
+    )
+    attempt(
+        f"{prefix}_dynamo",
+        lambda: torch.onnx.export(
+            step,
+            arguments,
+            out / f"{prefix}_dynamo.onnx",
+            input_names=names,
+            output_names=outputs,
+            dynamo=True,
+            opset_version=18,
+        ),
+    )
+
+
+PREFILL_DECODERS = ("llama", "qwen2", "mistral", "phi3", "gemma", "qwen3", "gpt_neox", "falcon", "stablelm")
+EXPORTS["prefill"] = lambda out: (
+    [export_prefill(out, family, attention) for family in PREFILL_DECODERS for attention in ("eager", "sdpa")]
+    + [export_prefill(out, "gemma2")]
+)
+
+# Rotary scaling as long-context checkpoints configure it (head size 16: 8 angles)
+ROPE_SCALING = {
+    "llama_yarn": ("llama", {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32}),
+    "qwen2_yarn": ("qwen2", {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32}),
+    "llama_llama3": (
+        "llama",
+        {
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 32,
+        },
+    ),
+    "llama_linear": ("llama", {"rope_type": "linear", "factor": 2.0}),
+    "llama_dynamic": ("llama", {"rope_type": "dynamic", "factor": 2.0}),
+    "phi3_longrope": (
+        "phi3",
+        {
+            "rope_type": "longrope",
+            "short_factor": [1.0 + i / 10 for i in range(8)],
+            "long_factor": [2.0 + i / 10 for i in range(8)],
+            "original_max_position_embeddings": 32,
+        },
+    ),
+}
+
+
+def export_rope_scaling(out: Path, name: str) -> None:
+    """{name}[_kv]_{ts_dynamic,dynamo}: a decoder family with a rotary scaling config (YaRN's
+    attention factor scales cos and sin; Llama 3's and LongRoPE's rescale the frequencies)."""
+    family, rope = ROPE_SCALING[name]
+    config, model, extra = DECODERS[family]
+    DECODERS[name] = (config, model, {**extra, "rope_parameters": {"rope_theta": 10000.0, **rope}})
+    export_decoder(out, name, variants=("ts_dynamic", "dynamo"))
+
+
+EXPORTS["rope_scaling"] = lambda out: [attempt(name, partial(export_rope_scaling, out, name)) for name in ROPE_SCALING]
+
+
+def export_half(out: Path) -> None:
+    """float16 in torch (``model.half()``), float16 inputs and outputs: decoders (eager and,
+    for three, SDPA) and BERT, GPT-2 and ViT, as {name}_half_{ts_dynamic,dynamo}."""
+    from transformers import BertConfig, BertModel, GPT2Config, GPT2Model, ViTConfig, ViTModel
+
+    variants = ("ts_dynamic", "dynamo")
+    for family in ("llama", "qwen2", "phi3", "gemma", "gpt_neox", "mistral", "qwen3", "falcon"):
+        attempt(
+            f"{family}_half",
+            partial(export_decoder, out, family, prefix=f"{family}_half", variants=variants, half=True),
+        )
+    for family in ("llama", "qwen2", "gemma"):
+        attempt(
+            f"{family}_sdpa_half",
+            partial(
+                export_decoder,
+                out,
+                family,
+                attention="sdpa",
+                prefix=f"{family}_sdpa_half",
+                variants=variants,
+                half=True,
+            ),
+        )
+    for attention in ("eager", "sdpa"):
+        config = BertConfig(
+            vocab_size=100,
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=256,
+            max_position_embeddings=64,
+            attn_implementation=attention,
+        )
+        names = ["input_ids", "attention_mask", "token_type_ids"]
+        export_text(out, f"bert_{attention}_half", BertModel(config).half(), names, variants=variants)
+        config = GPT2Config(
+            vocab_size=100,
+            n_embd=64,
+            n_layer=2,
+            n_head=2,
+            n_positions=64,
+            use_cache=False,
+            attn_implementation=attention,
+        )
+        export_text(out, f"gpt2_{attention}_half", GPT2Model(config).half(), names[:2], variants=variants)
+        config = ViTConfig(
+            image_size=32,
+            patch_size=8,
+            num_channels=3,
+            hidden_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=256,
+            attn_implementation=attention,
+        )
+        vit = HiddenState(ViTModel(config, add_pooling_layer=False).half(), ["pixel_values"])
+        pixels = (torch.randn(1, 3, 32, 32).half(),)
+        export_variants(
+            vit,
+            pixels,
+            ["pixel_values"],
+            {"pixel_values": {0: "batch"}},
+            out,
+            f"vit_{attention}_half",
+            variants=variants,
+        )
+
+
+EXPORTS["half"] = export_half
 EXPORTS.update(
     {
         # newer vision models: 32x32 transformers, 64x64 detection and segmentation

@@ -866,17 +866,23 @@ def test_half_split_rotary_on_heads_last_q_rotates_the_merged_heads():
     check(rotary_graph(heads_last=True), "RotaryEmbeddingHalfSplit", False)  # rows are not axis 2
 
 
-def computed_rotary(heads_last: bool, lead: int | str, halves: bool = False) -> onnx.ModelProto:
+def computed_rotary(
+    heads_last: bool, lead: int | str, halves: bool = False, scales: tuple[np.ndarray, np.ndarray] | None = None
+) -> onnx.ModelProto:
     """q rotated half-split by angles computed at run time, f [lead, seq, 4]: Cos/Sin of
     Concat(f, f) (or, with halves, Concat(Cos(f), Cos(f)) and of Sin: Qwen2.5-VL's doubled
-    halves) unsqueezed at axis 2 for heads-last q (Gemma 4), axis 1 for heads-first q."""
+    halves) unsqueezed at axis 2 for heads-last q (Gemma 4), axis 1 for heads-first q; with
+    scales, Cos and Sin times those constants (YaRN's attention factor)."""
     n = helper.make_node
     axis = "two" if heads_last else "one"
     if halves:
         angles = [n("Cos", ["f"], ["fc"]), n("Sin", ["f"], ["fs"])]
         angles += [n("Concat", ["fc", "fc"], ["co"], axis=-1), n("Concat", ["fs", "fs"], ["si"], axis=-1)]
-    else:
+    elif scales is None:
         angles = [n("Concat", ["f", "f"], ["c"], axis=-1), n("Cos", ["c"], ["co"]), n("Sin", ["c"], ["si"])]
+    else:
+        angles = [n("Concat", ["f", "f"], ["c"], axis=-1), n("Cos", ["c"], ["cm"]), n("Sin", ["c"], ["sm"])]
+        angles += [n("Mul", ["cm", "m"], ["co"]), n("Mul", ["sm", "ms"], ["si"])]
     nodes = angles + [
         n("Unsqueeze", ["co", axis], ["cu"]),
         n("Unsqueeze", ["si", axis], ["su"]),
@@ -888,6 +894,8 @@ def computed_rotary(heads_last: bool, lead: int | str, halves: bool = False) -> 
         n("Add", ["a", "b"], ["y"]),
     ]
     inits = [init(axis, np.array([2 if heads_last else 1], np.int64)), init("sp", np.array([4, 4], np.int64))]
+    if scales is not None:
+        inits += [init("m", scales[0]), init("ms", scales[1])]
     shape = ["batch", "seq", 2, 8] if heads_last else ["batch", 2, "seq", 8]
     return model(nodes, [tensor("q", F, shape), tensor("f", F, [lead, "seq", 4])], [tensor("y", F, shape)], inits)
 
@@ -933,6 +941,21 @@ def test_half_split_rotary_of_angles_per_batch_item_reads_flat_positions(heads_l
     # angles of one item (a leading 1 where q has more): the batch-1 forms, positions from 0
     one = check(computed_rotary(heads_last, 1, halves), rule, False)
     assert "Range" not in ops(one)
+
+
+@pytest.mark.parametrize(
+    "lead, rule",
+    [(1, "RotaryEmbeddingHalfSplitComputedScaled"), ("batch", "RotaryEmbeddingHalfSplitComputedScaledPerBatch")],
+)
+def test_half_split_rotary_of_scaled_computed_angles_scales_its_caches(lead, rule):
+    """YaRN with dynamic axes: Cos and Sin of the angles times its attention factor (one
+    constant each; the feeds' angles differ per item where the lead is the batch) ->
+    RotaryEmbedding whose caches are scaled alike.  A factor per angle is left alone."""
+    scales = (np.array(1.25, np.float32), np.array([0.75], np.float32))
+    after = check(computed_rotary(False, lead, scales=scales), rule, True)
+    assert "RotaryEmbedding" in ops(after) and "Neg" not in ops(after)
+    per_angle = (np.array([1.0, 2.0] * 4, np.float32), np.array(0.75, np.float32))
+    check(computed_rotary(False, lead, scales=per_angle), rule, False)
 
 
 def scaled_query_attention(bias: bool = False, scale: float | None = 1.0):

@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 import pytest
 from helpers import init, model, run, tensor
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import rewriter
 
@@ -20,10 +20,12 @@ def scalar(name: str, value, dtype=np.float32) -> TensorProto:
     return init(name, np.array(value, dtype))
 
 
-def qdq_conv(bias_scale: float | None = None, moved_scale: float = 0.1, activations=np.uint8) -> onnx.ModelProto:
+def qdq_conv(
+    bias_scale: float | None = None, moved_scale: float = 0.1, activations=np.uint8, ys: float = 0.1
+) -> onnx.ModelProto:
     """float x -> Q -> DQ -> Conv(DQ(w int8), DQ(b int32)) -> Q -> DQ -> Reshape -> Q -> DQ -> y
     (activations uint8 with zero point 128, or int8 with 0: quantize_static's S8S8)."""
-    xs, ws, ys = 0.05, 0.02, 0.1
+    xs, ws = 0.05, 0.02
     zero = 128 if activations == np.uint8 else 0
     nodes = [
         helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
@@ -149,11 +151,57 @@ def test_a_padding_value_other_than_zero_stays_a_pad_on_the_integers():
     assert steps_apart(before, after, 0.1) <= ONE_STEP
 
 
-def test_a_bias_of_another_scale_and_a_requantizing_move_are_left():
+def test_a_bias_of_another_scale_is_requantized_and_a_requantizing_move_is_left():
+    """quantize_static widens a bias's scale where the bias would overflow int32 at x_scale *
+    w_scale (per-channel models with large biases): the bias is requantized at that scale
+    (its rounding is a fraction of the output's step) and the convolution fuses."""
     before = qdq_conv(bias_scale=0.003, moved_scale=0.2)
     after = rewriter.optimize(before, level="extended", providers="CPU").model
-    assert "QLinearConv" not in ops(after) and ops(after)["Reshape"] == 1 and ops(after)["QuantizeLinear"] == 3
-    assert steps_apart(before, after, 0.1) == 0
+    assert ops(after)["QLinearConv"] == 1 and ops(after)["Reshape"] == 1 and ops(after)["QuantizeLinear"] == 2
+    assert steps_apart(before, after, 0.2) <= ONE_STEP
+    (conv,) = [n for n in after.graph.node if n.op_type == "QLinearConv"]
+    bias = numpy_helper.to_array(next(t for t in after.graph.initializer if t.name == conv.input[8]))
+    original = numpy_helper.to_array(next(t for t in before.graph.initializer if t.name == "bq"))
+    assert np.array_equal(bias, np.floor(original * 3.0 + 0.5).astype(np.int32))
+
+
+@pytest.mark.parametrize("bias_scale, ys", [(0.003, 0.01), (0.001 * 3e6, 0.1)])
+def test_a_bias_whose_requantization_would_show_is_left(bias_scale, ys):
+    """Requantizing rounds the bias by up to half of x_scale * w_scale: left where that is
+    more than 1/128 of the output's step, or where the bias would not fit well inside int32."""
+    after = rewriter.optimize(qdq_conv(bias_scale=bias_scale, ys=ys), level="extended", providers="CPU").model
+    assert "QLinearConv" not in ops(after)
+
+
+@pytest.mark.parametrize(
+    "bias_scale, fused", [(0.05 * 0.02, True), (3 * 0.05 * 0.02, True), (0.05 * 0.02 * 3e7, False)]
+)
+def test_a_quantized_gemm_requantizes_a_bias_of_another_scale_where_that_fits(bias_scale, fused):
+    """QGemm adds an int32 bias of scale a_scale * b_scale: a bias quantize_static gave
+    another scale is requantized (within one output step), not where it would overflow."""
+    nodes = [
+        helper.make_node("DequantizeLinear", ["aq", "sa", "za"], ["a"]),
+        helper.make_node("DequantizeLinear", ["bq", "sb", "zb"], ["b"]),
+        helper.make_node("DequantizeLinear", ["cq", "sc"], ["c"]),
+        helper.make_node("Gemm", ["a", "b", "c"], ["g"], transB=1),
+        helper.make_node("QuantizeLinear", ["g", "sy", "za"], ["y"]),
+    ]
+    inits = [
+        scalar("sa", 0.05),
+        scalar("za", 128, np.uint8),
+        init("bq", RNG.integers(-30, 30, (5, 6)).astype(np.int8)),
+        scalar("sb", 0.02),
+        scalar("zb", 0, np.int8),
+        init("cq", RNG.integers(-300, 300, 5).astype(np.int32)),
+        scalar("sc", bias_scale),
+        scalar("sy", 0.1),
+    ]
+    before = model(nodes, [tensor("aq", U8, [4, 6])], [tensor("y", U8, [4, 5])], inits)
+    after = rewriter.optimize(before, level="extended", providers="CPU").model
+    assert ("QGemm" in ops(after)) == fused and ("Gemm" in ops(after)) != fused
+    feeds = {"aq": RNG.integers(0, 255, (4, 6)).astype(np.uint8)}
+    (want,), (got,) = run(before, feeds), run(after, feeds)
+    assert np.abs(want.astype(int) - got.astype(int)).max() <= 1
 
 
 def test_quantized_matmul_add_and_gemm_on_integers():
