@@ -433,8 +433,14 @@ def export_text(
 
 
 def export_bert(
-    out: Path, layers: int = 2, prefix: str = "bert", attention: str = "eager", variants: tuple[str, ...] = STANDARD
+    out: Path,
+    layers: int = 2,
+    prefix: str = "bert",
+    attention: str = "eager",
+    variants: tuple[str, ...] = STANDARD,
+    half: bool = False,
 ) -> None:
+    """BERT (half: float16 in torch, ``model.half()``, as export_decoder's half)."""
     from transformers import BertConfig, BertModel
 
     config = BertConfig(
@@ -446,7 +452,8 @@ def export_bert(
         max_position_embeddings=64,
         attn_implementation=attention,
     )
-    export_text(out, prefix, BertModel(config), ["input_ids", "attention_mask", "token_type_ids"], variants=variants)
+    model = BertModel(config).half() if half else BertModel(config)
+    export_text(out, prefix, model, ["input_ids", "attention_mask", "token_type_ids"], variants=variants)
 
 
 def export_distilbert(
@@ -467,17 +474,20 @@ def export_distilbert(
 
 
 def export_gpt2(
-    out: Path, attention: str = "eager", prefix: str = "gpt2", variants: tuple[str, ...] = STANDARD
+    out: Path, attention: str = "eager", prefix: str = "gpt2", variants: tuple[str, ...] = STANDARD, half: bool = False
 ) -> None:
     from transformers import GPT2Config, GPT2Model
 
     config = GPT2Config(
         vocab_size=100, n_embd=64, n_layer=2, n_head=2, n_positions=64, use_cache=False, attn_implementation=attention
     )
-    export_text(out, prefix, GPT2Model(config), ["input_ids", "attention_mask"], variants=variants)
+    model = GPT2Model(config).half() if half else GPT2Model(config)
+    export_text(out, prefix, model, ["input_ids", "attention_mask"], variants=variants)
 
 
-def export_vit(out: Path, attention: str = "eager", prefix: str = "vit", variants: tuple[str, ...] = STANDARD) -> None:
+def export_vit(
+    out: Path, attention: str = "eager", prefix: str = "vit", variants: tuple[str, ...] = STANDARD, half: bool = False
+) -> None:
     from transformers import ViTConfig, ViTModel
 
     config = ViTConfig(
@@ -491,9 +501,10 @@ def export_vit(out: Path, attention: str = "eager", prefix: str = "vit", variant
         attn_implementation=attention,
     )
     names = ["pixel_values"]
+    model = ViTModel(config, add_pooling_layer=False)
     export_variants(
-        HiddenState(ViTModel(config, add_pooling_layer=False), names),
-        (torch.randn(1, 3, 32, 32),),
+        HiddenState(model.half() if half else model, names),
+        (torch.randn(1, 3, 32, 32).half() if half else torch.randn(1, 3, 32, 32),),
         names,
         {"pixel_values": {0: "batch"}},
         out,
@@ -3690,8 +3701,6 @@ EXPORTS["rope_scaling"] = lambda out: [attempt(name, partial(export_rope_scaling
 def export_half(out: Path) -> None:
     """float16 in torch (``model.half()``), float16 inputs and outputs: decoders (eager and,
     for three, SDPA) and BERT, GPT-2 and ViT, as {name}_half_{ts_dynamic,dynamo}."""
-    from transformers import BertConfig, BertModel, GPT2Config, GPT2Model, ViTConfig, ViTModel
-
     variants = ("ts_dynamic", "dynamo")
     for family in ("llama", "qwen2", "phi3", "gemma", "gpt_neox", "mistral", "qwen3", "falcon"):
         attempt(
@@ -3712,48 +3721,9 @@ def export_half(out: Path) -> None:
             ),
         )
     for attention in ("eager", "sdpa"):
-        config = BertConfig(
-            vocab_size=100,
-            hidden_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=256,
-            max_position_embeddings=64,
-            attn_implementation=attention,
-        )
-        names = ["input_ids", "attention_mask", "token_type_ids"]
-        export_text(out, f"bert_{attention}_half", BertModel(config).half(), names, variants=variants)
-        config = GPT2Config(
-            vocab_size=100,
-            n_embd=64,
-            n_layer=2,
-            n_head=2,
-            n_positions=64,
-            use_cache=False,
-            attn_implementation=attention,
-        )
-        export_text(out, f"gpt2_{attention}_half", GPT2Model(config).half(), names[:2], variants=variants)
-        config = ViTConfig(
-            image_size=32,
-            patch_size=8,
-            num_channels=3,
-            hidden_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=256,
-            attn_implementation=attention,
-        )
-        vit = HiddenState(ViTModel(config, add_pooling_layer=False).half(), ["pixel_values"])
-        pixels = (torch.randn(1, 3, 32, 32).half(),)
-        export_variants(
-            vit,
-            pixels,
-            ["pixel_values"],
-            {"pixel_values": {0: "batch"}},
-            out,
-            f"vit_{attention}_half",
-            variants=variants,
-        )
+        export_bert(out, prefix=f"bert_{attention}_half", attention=attention, variants=variants, half=True)
+        export_gpt2(out, attention, f"gpt2_{attention}_half", variants, half=True)
+        export_vit(out, attention, f"vit_{attention}_half", variants, half=True)
 
 
 EXPORTS["half"] = export_half

@@ -178,6 +178,19 @@ def _empty_inputs_problem(
     return None
 
 
+def _rewritten(model: onnx.ModelProto, single: Pack, rule, pack: Pack):
+    """The engine's run of ``single`` (the pack with the rule alone) on a drawn model, as
+    users run it: the rule alone, whatever it costs in nodes (the layout budget is a run's)."""
+    return optimize(
+        model,
+        level=pack.level,
+        rules=[single],
+        bundled=False,
+        providers=verify_provider(rule, pack),
+        layout_may_grow=True,
+    )
+
+
 def _refused_run(
     instance: Instance, feeds: dict[str, np.ndarray], single: Pack, rule, pack: Pack, running: Path, reproduce: str
 ) -> int:
@@ -188,14 +201,7 @@ def _refused_run(
     crash kills this process, and the parent finds this draw (``CRASHED_REFUSED``).
     Returns 1 where the rule rewrote the draw (the campaign runs a bounded number)."""
     try:
-        result = optimize(
-            instance.model,
-            level=pack.level,
-            rules=[single],
-            bundled=False,
-            providers=verify_provider(rule, pack),
-            layout_may_grow=True,
-        )
+        result = _rewritten(instance.model, single, rule, pack)
     except Exception:  # the engine's own failures are the regular draws' business
         return 0
     if result.report.applied(rule.name) == 0:
@@ -345,14 +351,7 @@ def verify_rule(
             verdict.near_misses += instance.near_miss is not None
         problem, after, outputs, errors = None, None, None, (0.0, 0.0)
         try:
-            result = optimize(  # (the rule alone, whatever it costs in nodes: the budget is a run's)
-                instance.model,
-                level=pack.level,
-                rules=[single],
-                bundled=False,
-                providers=verify_provider(rule, pack),
-                layout_may_grow=True,
-            )
+            result = _rewritten(instance.model, single, rule, pack)
             after = result.model
             applied = result.report.applied(rule.name) > 0
             if not applied and sum(r.refused for r in result.report.rules) != 0:
