@@ -3625,31 +3625,21 @@ def export_prefill(out: Path, family: str, attention: str = "eager") -> None:
     outputs = ["logits"] + [f"present.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
     axes = {n: {0: "batch", 1: "seq"} for n in (*names, "logits")} | {n: {0: "batch", 2: "seq"} for n in outputs[1:]}
     prefix = f"{family}_{attention}_prefill"
-    attempt(
-        f"{prefix}_ts_dynamic",
-        lambda: torch.onnx.export(
-            step,
-            arguments,
-            out / f"{prefix}_ts_dynamic.onnx",
-            input_names=names,
-            output_names=outputs,
-            dynamic_axes=axes,
-            opset_version=17,
-            dynamo=False,
-        ),
-    )
-    attempt(
-        f"{prefix}_dynamo",
-        lambda: torch.onnx.export(
-            step,
-            arguments,
-            out / f"{prefix}_dynamo.onnx",
-            input_names=names,
-            output_names=outputs,
-            dynamo=True,
-            opset_version=18,
-        ),
-    )
+    settings = {"ts_dynamic": {"dynamic_axes": axes, "opset_version": 17, "dynamo": False}}
+    settings["dynamo"] = {"opset_version": 18, "dynamo": True}
+    for variant, setting in settings.items():
+        attempt(
+            f"{prefix}_{variant}",
+            partial(
+                torch.onnx.export,
+                step,
+                arguments,
+                out / f"{prefix}_{variant}.onnx",
+                input_names=names,
+                output_names=outputs,
+                **setting,
+            ),
+        )
 
 
 PREFILL_DECODERS = ("llama", "qwen2", "mistral", "phi3", "gemma", "qwen3", "gpt_neox", "falcon", "stablelm")
