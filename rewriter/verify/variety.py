@@ -206,6 +206,14 @@ def mask_inputs(rule: A.Rule, constants: set[str]) -> set[str]:
     return found
 
 
+# ops whose output has the rank of their first argument (the others are parameters)
+RANK_KEEPING_OPS = frozenset(
+    "Transpose Relu Sigmoid Tanh Neg Abs Identity Cast Softmax LogSoftmax Erf Sqrt Exp Log Reciprocal "
+    "Floor Ceil Round Sign Clip Gelu HardSigmoid HardSwish LeakyRelu Elu Selu Softplus Mish Dropout "
+    "DequantizeLinear QuantizeLinear LayerNormalization".split()
+)
+
+
 def rank_hints(rule: A.Rule) -> dict[str, int]:
     """Ranks the rule's ``where`` clauses ask of its values (``rank(x) == 3``), and rank 2
     for what a Gemm reads: a free input drawn without an ``example`` takes that rank, so
@@ -235,12 +243,11 @@ def rank_hints(rule: A.Rule) -> dict[str, int]:
                 for arg in alt.args[:2]:
                     if isinstance(arg, A.VarArg):
                         hints.setdefault(arg.name, 2)
-    # what a rank-keeping op reads has the rank of what it makes
-    keeping = {"Transpose", "Relu", "Sigmoid", "Tanh", "Neg", "Abs", "Identity", "Cast", "Softmax", "Erf"}
+    # what a rank-keeping op reads (its first argument) has the rank of what it makes
     for _ in range(len(rule.equations)):
         for eq in rule.equations:
             for alt in eq.alternatives:
-                if alt.op in keeping and alt.args and isinstance(alt.args[0], A.VarArg):
+                if alt.op in RANK_KEEPING_OPS and alt.args and isinstance(alt.args[0], A.VarArg):
                     known = [hints[o] for o in eq.out_names if o in hints]
                     if known:
                         hints.setdefault(alt.args[0].name, known[0])
