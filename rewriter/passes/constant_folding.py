@@ -25,7 +25,8 @@ output size is unknown is not folded.  (A 126-byte model's Expand to 20000 x 200
 evaluated, 1.7 GB, before its size was checked.)  Nodes are evaluated in sessions of at
 most 64 MiB of inputs and outputs, and all folding together may add at most twice the
 constants the graph started with (plus 64 MiB): a chain of Concats doubling a constant
-stops being folded there, and the rest of the graph is still optimized.
+stops being folded there, and the rest of the graph is still optimized.  The growth counted
+is net: constants whose every reader is folded go away.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ LARGE_INPUT = 64 << 20  # bytes of constants a folded node may read
 BATCH_BYTES = 64 << 20  # inputs plus outputs of one evaluation session
 GROWTH = 2  # folding may add this many times the graph's first constants...
 GROWTH_SLACK = 64 << 20  # ...plus this
-_GROWTH_CACHE = "constant_folding_growth"  # view.pass_caches: {"allowed": bytes, "added": bytes}
+_GROWTH_CACHE = "constant_folding_growth"  # view.pass_caches: {"allowed": bytes, "start": bytes}
 # ops whose outputs hold at most as many elements as their inputs together (Cast may widen
 # each element up to 8 times): their size is bounded when inference cannot tell it
 _BOUNDED_BY_INPUTS = frozenset(
@@ -357,14 +358,20 @@ def _expected_bytes(view: GraphView, node_id: NodeId) -> int | None:
 
 def _plan(view: GraphView, node_ids: list[NodeId]) -> list[list[NodeId]]:
     """The nodes to evaluate, in sessions (see the module docstring): each one's output size
-    known and acceptable, each one's inputs constants or outputs of nodes kept before it."""
+    known and acceptable, each one's inputs constants or outputs of nodes kept before it.
+
+    Growth is net: a constant every reader of which is folded goes away, so a weight
+    standardized by a chain of full-size steps (NF-ResNet's (w - mean) / std * gain) adds
+    only what the last step leaves, not every intermediate."""
     growth = view.pass_caches.get(_GROWTH_CACHE)
     if growth is None:
         growth = view.pass_caches[_GROWTH_CACHE] = {
             "allowed": GROWTH * view.initializer_bytes + GROWTH_SLACK,
-            "added": 0,
+            "start": view.initializer_bytes,
         }
-    kept: set[str] = set()
+    added = view.initializer_bytes - growth["start"]  # what folding (and rules) added so far
+    kept: dict[str, int] = {}  # outputs of planned nodes -> their expected bytes
+    readers_left: dict[str, int] = {}  # constants read by planned nodes -> readers not planned
     batches: list[list[NodeId]] = [[]]
     batch_bytes = 0
     for node_id in node_ids:
@@ -374,18 +381,27 @@ def _plan(view: GraphView, node_ids: list[NodeId]) -> list[list[NodeId]]:
         made = _expected_bytes(view, node_id)
         if made is None:
             continue
-        read = sum(_nbytes(view, i) for i in inputs)
+        read = sum(kept[i] if i in kept else _nbytes(view, i) for i in inputs)
         if made > _LARGE_OUTPUT and made > 2 * read:
             continue  # would blow the model up
-        if growth["added"] + made > growth["allowed"]:
+        freed = 0
+        for value in set(inputs):
+            left = readers_left.get(value, view.consumer_count(value)) - inputs.count(value)
+            readers_left[value] = left
+            if left <= 0 and not view.is_graph_output(value):
+                freed += kept[value] if value in kept else _nbytes(view, value)
+        if added + made - freed > growth["allowed"]:
+            for value in set(inputs):  # not planned after all: its reads stay
+                readers_left[value] += inputs.count(value)
             continue  # folding has added all it may
-        growth["added"] += made
+        added += made - freed
         if batches[-1] and batch_bytes + read + made > BATCH_BYTES:
             batches.append([])
             batch_bytes = 0
         batches[-1].append(node_id)
         batch_bytes += read + made
-        kept.update(o for o in view.outputs(node_id) if o)
+        outputs = [o for o in view.outputs(node_id) if o]
+        kept.update((o, made // len(outputs)) for o in outputs)
     return [b for b in batches if b]
 
 
