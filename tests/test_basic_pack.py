@@ -755,6 +755,49 @@ def test_transpose_transpose_composes_and_identity_disappears():
     assert ops(optimize_basic(unary(back, x_shape=(2, 3, 4, 5))).model) == {"Neg": 1}
 
 
+def transpose_unsqueeze_transpose(p1, axes, p2, y_shape=(2, 1, 3, 4), shared: str = ""):
+    """x -> Transpose(p1) -> Unsqueeze(axes) -> Transpose(p2) -> Neg -> y; ``shared`` names
+    an intermediate (t or u) a second output reads too."""
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], perm=p1),
+        helper.make_node("Unsqueeze", ["t", "axes"], ["u"]),
+        helper.make_node("Transpose", ["u"], ["v"], perm=p2),
+        helper.make_node("Neg", ["v"], ["y"]),
+    ]
+    outputs = [tensor("y", F, list(y_shape))]
+    if shared:
+        nodes.append(helper.make_node("Abs", [shared], ["z"]))
+        outputs.append(tensor("z", F, [2, 4, 3] if shared == "t" else [2, 1, 4, 3]))
+    axes_init = init("axes", np.array(axes, np.int64))
+    return model(nodes, [tensor("x", F, [2, 3, 4])], outputs, [axes_init])
+
+
+def test_transpose_through_an_unsqueeze_merges_with_the_next_and_cancels():
+    """MobileNetV4's keys: swapped, a head axis added, swapped back -> no Transpose left."""
+    after = check(
+        transpose_unsqueeze_transpose([0, 2, 1], [1], [0, 1, 3, 2]), "TransposeUnsqueezeTransposeFusion", True
+    )
+    assert ops(after) == {"Unsqueeze": 1, "Transpose": 1, "Neg": 1}  # the identity goes in the pipeline
+    assert ops(optimize_basic(transpose_unsqueeze_transpose([0, 2, 1], [1], [0, 1, 3, 2])).model) == {
+        "Unsqueeze": 1,
+        "Neg": 1,
+    }
+    # a perm that does not cancel, negative axes: one Transpose of the merged perm
+    before = transpose_unsqueeze_transpose([2, 0, 1], [-1, 0], [4, 3, 2, 1, 0], y_shape=(1, 3, 2, 4, 1))
+    after = optimize_basic(before).model
+    assert ops(after) == {"Unsqueeze": 1, "Transpose": 1, "Neg": 1}
+    assert_same_outputs(before, after)
+
+
+@pytest.mark.parametrize("shared", ["t", "u"])
+def test_a_transpose_or_unsqueeze_read_elsewhere_stays(shared):
+    check(
+        transpose_unsqueeze_transpose([0, 2, 1], [1], [0, 1, 3, 2], shared=shared),
+        "TransposeUnsqueezeTransposeFusion",
+        False,
+    )
+
+
 def reshape_transpose_reshape(s1, s2, y_shape):
     nodes = [
         helper.make_node("Reshape", ["x", "s1"], ["r"]),

@@ -704,6 +704,29 @@ def _inverse_perm(perm):
 
 
 @_value_fn(
+    "unsqueeze_perm",
+    "perm, axes",
+    "list",
+    "the perm that moves a Transpose below an Unsqueeze: Unsqueeze(Transpose(x, perm), axes) is "
+    "Transpose(Unsqueeze(x, axes), unsqueeze_perm(perm, axes)) (the new axes stay in place)",
+)
+def _unsqueeze_perm(perm, axes):
+    order = _ints(perm, "unsqueeze_perm")
+    if sorted(order) != list(range(len(order))):
+        raise EvalFailure(f"unsqueeze_perm() takes a permutation, not {order}")
+    rank = len(order) + len(_ints(axes, "unsqueeze_perm"))
+    new = sorted(a + rank if a < 0 else a for a in _ints(axes, "unsqueeze_perm"))
+    if len(set(new)) != len(new) or any(not 0 <= a < rank for a in new):
+        raise EvalFailure("bad unsqueeze axes")
+    budget.charge_elements(rank, budget.POINTER_BYTES, "a list")
+    kept = [a for a in range(rank) if a not in new]  # where x's axes land, in order
+    result = list(range(rank))
+    for position, axis in zip(kept, order):
+        result[position] = kept[axis]
+    return result
+
+
+@_value_fn(
     "einsum_matmul",
     "equation, rank=any",
     "list",
