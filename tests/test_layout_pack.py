@@ -137,6 +137,37 @@ def test_activations_sums_and_concats_run_on_blocked_tensors():
     assert nchwc_ops(after) == {"ReorderInput": 1, "Conv": 3, "ReorderOutput": 1}
 
 
+@pytest.mark.parametrize("op", ["Mul", "Div"])
+def test_a_scale_by_one_constant_runs_on_the_blocked_tensor(op):
+    """NF-ResNet: Relu, then a scale by one number, between unaligned blocked Convs."""
+    block = nchwc_block_size()
+    c = block + 4  # padded channels: the scale must keep them zero
+    nodes = [
+        conv("x", "a", "w0", block, c),
+        (helper.make_node("Relu", ["a"], ["r"]), []),
+        (helper.make_node(op, ["r", "s"], ["m"]), [init("s", np.array(0.37, np.float32))]),
+        conv("m", "y", "w1", c, c),
+    ]
+    after = layout(blocked_model(nodes, block, c))
+    assert [n.op_type for n in after.graph.node if n.domain != "com.microsoft.nchwc"] == [op]
+    assert nchwc_ops(after) == {"ReorderInput": 1, "Conv": 2, "ReorderOutput": 1}
+
+
+@pytest.mark.parametrize("scale", [np.full((1, 1, 1, 1), np.inf, np.float32), np.arange(4, dtype=np.float32)])
+def test_a_scale_that_is_not_one_finite_number_stays_nchw(scale):
+    block = nchwc_block_size()
+    nodes = [
+        conv("x", "a", "w0", block, 4),
+        (helper.make_node("Relu", ["a"], ["r"]), []),
+        (helper.make_node("Mul", ["r", "s"], ["m"]), [init("s", scale.reshape(-1, 1, 1) if scale.size > 1 else scale)]),
+        conv("m", "y", "w1", 4, 4),
+    ]
+    after = layout(blocked_model(nodes, block, 4))
+    (mul,) = [n for n in after.graph.node if n.op_type == "Mul"]
+    producer = next(n for n in after.graph.node if mul.input[0] in n.output)
+    assert producer.op_type == "ReorderOutput"  # the Mul reads NCHW
+
+
 @pytest.mark.parametrize("branches", [3, 4])
 def test_a_concat_of_several_blocked_branches_stays_blocked(branches):
     # HGNet / DenseNet: one Concat of three or more convolutions' outputs feeds the next Conv;
