@@ -77,7 +77,16 @@ def onnxscript_optimized(model: onnx.ModelProto) -> onnx.ModelProto | None:
         return None
 
 
-TRANSFORMERS_TYPES = {"gpt2": "gpt2", "vit": "vit"}  # anything else: bert (its encoder fusions)
+TRANSFORMERS_TYPES = {  # anything else: bert (its encoder fusions)
+    "gpt2": "gpt2",
+    "vit": "vit",
+    "unet": "unet",
+    "unetuncond": "unet",
+    "vaedec": "vae",
+    "vaeenc": "vae",
+    "sd3": "mmdit",
+    "flux": "mmdit",
+}
 
 
 def transformers_optimized(path: Path) -> onnx.ModelProto | None:
