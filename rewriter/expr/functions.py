@@ -714,8 +714,9 @@ def _unsqueeze_perm(perm, axes):
     order = _ints(perm, "unsqueeze_perm")
     if sorted(order) != list(range(len(order))):
         raise EvalFailure(f"unsqueeze_perm() takes a permutation, not {order}")
-    rank = len(order) + len(_ints(axes, "unsqueeze_perm"))
-    new = sorted(a + rank if a < 0 else a for a in _ints(axes, "unsqueeze_perm"))
+    inserted = _ints(axes, "unsqueeze_perm")
+    rank = len(order) + len(inserted)
+    new = sorted(a + rank if a < 0 else a for a in inserted)
     if len(set(new)) != len(new) or any(not 0 <= a < rank for a in new):
         raise EvalFailure("bad unsqueeze axes")
     budget.charge_elements(rank, budget.POINTER_BYTES, "a list")
